@@ -1,0 +1,90 @@
+// The security assessor: scores a Python file LOW / MEDIUM / HIGH / BLOCKED before it runs,
+// and turns that verdict into the trust level the run may use (see docs/assess.md).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sandboxrun/assess_analyzer.hpp"
+#include "sandboxrun/spec.hpp"
+
+namespace sandboxrun {
+
+namespace assess {
+class RuleSet;
+}
+
+struct Finding {
+  std::string rule;      // "SR-PROC-003", "bandit:B602"
+  std::string severity;  // info | low | medium | high | critical
+  int line = 0;          // 1-based; 0 when the finding is about the whole file
+  std::string message;
+};
+
+enum class RiskLevel { low, medium, high, blocked };
+const char* to_string(RiskLevel level) noexcept;  // "LOW" ... "BLOCKED"
+std::optional<RiskLevel> parse_risk_level(std::string_view s) noexcept;  // any case
+
+struct Assessment {
+  RiskLevel level = RiskLevel::low;
+  int score = 0;
+  std::vector<Finding> findings;   // in line order
+  std::vector<std::string> notes;  // e.g. "bandit not found on PATH; built-in rules only"
+  // {level, score, findings[{rule, severity, line, message}], notes}
+  nlohmann::json to_json() const;
+};
+
+struct BanditSettings {
+  bool enabled = false;
+  std::string command = "bandit";  // a name looked up in PATH, or a path
+  std::chrono::milliseconds timeout{30000};
+  int score_low = 2, score_medium = 10, score_high = 25;  // per distinct bandit test id
+};
+
+struct SecurityConfig {
+  std::filesystem::path source;      // the security.yaml it came from
+  std::filesystem::path rules_path;  // resolved rules file
+  std::shared_ptr<const assess::RuleSet> rules;
+  int medium_threshold = 10;  // total score at which MEDIUM starts
+  int high_threshold = 40;    // and HIGH; BLOCKED comes only from critical rules
+  // The loosest trust each level allows, indexed by RiskLevel; nullopt refuses the run.
+  std::array<std::optional<Trust>, 4> verdict_trust{Trust::trusted, Trust::unknown, Trust::untrusted,
+                                                    std::nullopt};
+  Trust override_trust = Trust::untrusted;  // a refused level run with --override
+  uint64_t max_bytes = 32ull << 20;         // larger files: the head is assessed, and flagged
+  uint32_t max_findings_per_rule = 10;
+  assess::AnalyzerLimits limits;
+  BanditSettings bandit;
+};
+
+// Reads security.yaml and the rules file it names. A relative rules path is looked up next to
+// security.yaml first, then under project_root. Throws sandboxrun::Error naming the file, the
+// key and what was expected (unknown keys included).
+SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
+                                    const std::filesystem::path& project_root);
+
+// Built-in analysis only; never throws on any input (size, encoding, syntax).
+Assessment assess_source(std::string_view source, const SecurityConfig& config);
+
+// Reads the file (bounded by max_bytes), assesses it, and adds Bandit's findings when enabled
+// and installed. Throws sandboxrun::Error (with errno) when the file cannot be read.
+Assessment assess_file(const std::filesystem::path& file, const SecurityConfig& config);
+
+// The trust level a run may use after this verdict: the stricter of the request and the
+// level's cap; nullopt when the level refuses the run and no override was given.
+std::optional<Trust> steer_trust(RiskLevel level, Trust requested, bool override_given,
+                                 const SecurityConfig& config);
+
+// `sandboxrun assess [--json] [--config-dir DIR] FILE.py` (args exclude "assess").
+// Exit: 0 assessed (any level), 2 usage or configuration error, 127 missing/unreadable file.
+int assess_command(const std::vector<std::string>& args);
+
+}  // namespace sandboxrun

@@ -1,0 +1,100 @@
+// The analyzer turns tokens into facts: imports, calls with resolved qualified names and
+// their arguments, attribute references, string literals, and obfuscation evidence. It
+// streams them to a sink (the rule engine) and keeps only bounded state, so any input is
+// analyzed in linear time and memory.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace sandboxrun::assess {
+
+// One argument of a call, as far as a static reader can know it.
+struct ArgInfo {
+  enum class Kind : uint8_t { none, string, literal, name, call, container, expr };
+  std::string keyword;  // empty for positional arguments
+  Kind kind = Kind::none;
+  // string: the value (pieces joined with + folded; list/tuple items joined by spaces);
+  // literal: the token (True, 0, 0o777); name/call: the resolved qualified name.
+  // For expressions, the literal string pieces it contains.
+  std::string text;
+  bool dynamic = false;  // not a constant (names, calls, formatting, f-string fields)
+  bool folded = false;   // a constant assembled from pieces: 'ev'+'al', chr(101), s[::-1]
+  bool decoded = false;  // carries data from a decoder (base64, hex, rot13, zlib ...)
+};
+
+// Evidence detectors; the rules file refers to them by these names.
+enum class Detector : uint8_t {
+  getattr_computed,   // getattr/setattr/hasattr with a name folded from pieces
+  getattr_dynamic,    // getattr with a name that is not a constant
+  builtins_dict,      // globals()['__builtins__'], __builtins__.__dict__[...], vars(builtins)
+  dynamic_import,     // __import__ / import_module of a non-constant or folded name
+  decoded_payload,    // a literal decoded (base64, hex, rot13) to text that is analyzed too
+  long_line,          // a physical line longer than limits.long_line
+  wide_gap,           // code pushed off-screen by a long run of blanks
+  entropy_blob,       // long high-entropy string literal
+  unicode_identifier, // identifier in fullwidth/mathematical letters that Python folds to ASCII
+  source_encoding,    // coding declaration other than utf-8/ascii/latin-1
+  deep_nesting,       // brackets nested deeper than limits.max_nesting
+  reversed_string,    // string[::-1]
+  truncated,          // input larger than limits.max_bytes: only its head was analyzed
+  count_,
+};
+const char* to_string(Detector d) noexcept;
+
+struct CallEvent {
+  std::string_view qual;  // canonical qualified name: os.system, eval, ctypes.CDLL().mount
+  uint32_t line;
+  std::span<const ArgInfo> args;
+  // Inside a loop that never ends (`while True:` / `for _ in itertools.count()` with no
+  // break, return or exit) or a function that calls itself with no return. Only computed for
+  // calls the sink marked loop_sensitive; false for the others.
+  bool unbounded_loop;
+  bool subscript;         // os.environ['KEY'] is reported as call "os.environ[]" with the key
+  bool from_decoded;      // found in text decoded from a literal
+};
+
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void on_import(std::string_view module, uint32_t line) = 0;
+  virtual void on_call(const CallEvent& call) = 0;
+  virtual void on_reference(std::string_view qual, uint32_t line) = 0;
+  // String literals in expressions (docstrings and other bare string statements excluded).
+  virtual void on_string(std::string_view value, uint32_t line) = 0;
+  virtual void on_detector(Detector d, uint32_t line, std::string_view detail) = 0;
+  // `from M import *`: bare names may come from M.
+  virtual void on_star_import(std::string_view module) = 0;
+  // Whether calls of `qual` need unbounded_loop (they are then reported when their loop or
+  // function block ends).
+  virtual bool loop_sensitive(std::string_view qual) = 0;
+};
+
+struct AnalyzerLimits {
+  uint32_t long_line = 1000;
+  uint32_t wide_gap = 80;
+  uint32_t entropy_min_length = 200;
+  double entropy_bits = 3.5;
+  uint32_t max_nesting = 200;
+  uint32_t max_fragment_depth = 3;       // decoded-in-decoded levels analyzed
+  uint64_t max_fragment_bytes = 4 << 20; // total decoded text analyzed per file
+};
+
+// Analyzes Python source, then (iteratively, never recursively) the code it hides in exec'd
+// literals and decoded strings, up to the limits.
+void analyze(std::string_view source, const AnalyzerLimits& limits, EventSink& sink);
+
+// Decoders used by the obfuscation detectors (exposed for tests); false when the input is
+// not valid for the encoding.
+bool decode_base64(std::string_view in, std::string& out);
+bool decode_hex(std::string_view in, std::string& out);
+std::string rot13(std::string_view in);
+double shannon_entropy(std::string_view s) noexcept;
+// Mostly printable text (worth analyzing as code).
+bool looks_like_text(std::string_view s) noexcept;
+// Qualified names whose result is decoded data.
+bool is_decoder(std::string_view qual) noexcept;
+
+}  // namespace sandboxrun::assess

@@ -1,0 +1,102 @@
+// Assessor rules are data (policies/assess-rules.yaml): each rule has an id, a severity, a
+// score, a message, optional tags, and one match spec over the analyzer's facts. Combination
+// rules (all_of tags) express intent such as "socket + dup2 + shell = reverse shell".
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sandboxrun/assess_analyzer.hpp"
+
+namespace sandboxrun::assess {
+
+enum class Severity : uint8_t { info, low, medium, high, critical };
+const char* to_string(Severity s) noexcept;
+
+// A regular expression (ECMAScript; a leading "(?i)" makes it case-insensitive) applied to
+// at most 4 KiB at a time, so its cost and stack use stay bounded on any input.
+struct Pattern {
+  std::string text;
+  std::regex re;
+  bool search(std::string_view s) const;
+};
+
+// A condition on one argument of a call.
+struct ArgCondition {
+  int index = -1;         // positional index
+  std::string keyword;    // or keyword name (either may select the argument)
+  bool any = false;       // or: some argument satisfies the value conditions
+  std::vector<std::string> contains;  // its text contains one of these
+  std::optional<Pattern> regex;       // its text matches
+  std::vector<std::string> equals;    // its text is one of these
+  std::vector<std::string> not_in;    // absent, or its text is none of these
+  std::optional<bool> dynamic, decoded, folded;
+  std::optional<bool> present;
+};
+
+struct Rule {
+  enum class Type : uint8_t { call, reference, import, string, detector, combo };
+  std::string id;
+  Severity severity = Severity::medium;
+  int score = 0;
+  std::string message;
+  std::vector<std::string> tags;  // set when the rule matches; combo rules consume them
+  bool report = true;             // false: only sets tags
+
+  Type type = Type::call;
+  std::vector<std::string> names;  // call / reference / import patterns ('*' matches anything)
+  std::vector<ArgCondition> args;  // call: all must hold
+  bool unbounded_loop = false;     // call: only inside `while True:` and the like
+  bool not_called = false;         // reference: only uses other than a direct call
+  std::vector<std::string> contains;  // string: contains one of these
+  std::optional<Pattern> regex;       // string: and matches this (when given)
+  Detector detector = Detector::count_;
+  std::vector<std::vector<std::string>> all_of;  // combo: each entry is a list of alternatives
+};
+
+// A name pattern with '*', split for a fast test: most have one star (prefix*suffix).
+struct Glob {
+  std::string pattern, prefix, suffix;
+  bool single_star = false;
+  size_t rule = 0;
+  explicit Glob(std::string p, size_t r);
+  bool match(std::string_view name) const noexcept;
+};
+
+class RuleSet {
+ public:
+  // Parses and validates a rules file; throws sandboxrun::Error naming the file, the rule
+  // and the key on any mistake.
+  static RuleSet load(const std::filesystem::path& file);
+
+  const std::vector<Rule>& rules() const noexcept { return rules_; }
+
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  // Rule indexes by fact, built once at load.
+  struct Index {
+    // call + reference names without '*'
+    std::unordered_map<std::string, std::vector<size_t>, NameHash, std::equal_to<>> exact;
+    // Globs by the first segment of their literal prefix ("ctypes" for ctypes.*.mount); those
+    // starting with '*' under "". A name only meets the globs of its own first segment.
+    std::unordered_map<std::string, std::vector<Glob>, NameHash, std::equal_to<>> call_globs, reference_globs;
+    std::vector<size_t> imports, strings, combos;
+    std::vector<std::vector<size_t>> detectors;  // by Detector
+  };
+  const Index& index() const noexcept { return index_; }
+
+ private:
+  std::vector<Rule> rules_;
+  Index index_;
+};
+
+// '*' matches any run of characters (dots included); everything else literally.
+bool glob_match(std::string_view pattern, std::string_view text) noexcept;
+
+}  // namespace sandboxrun::assess

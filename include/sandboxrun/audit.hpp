@@ -1,0 +1,99 @@
+// Tamper-evident audit log: configuration (config/audit.yaml), the appending writer, the
+// content-addressed code store and the `sandboxrun audit ...` command. Format: docs/audit.md.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sandboxrun {
+
+enum class AuditSync { each, batch, none };
+const char* to_string(AuditSync s);
+
+struct AuditConfig {
+  std::filesystem::path path;      // log file; empty = default_audit_log_path()
+  AuditSync sync = AuditSync::batch;
+  uint64_t sync_batch = 64;        // batch: fdatasync when seq % sync_batch == 0
+  std::filesystem::path key_file;  // empty = unkeyed SHA-256 chain; else HMAC-SHA256
+  bool store_code = true;          // keep executed code under <log dir>/objects/
+  uint64_t checkpoint_every = 64;  // anchor a checkpoint when seq % N == 0; 0 = never
+  std::filesystem::path anchor;    // checkpoint file; empty = "<log>.anchor"
+  bool syslog = false;             // also send checkpoints to syslog(3)
+  uint64_t rotate_max_bytes = 64ull << 20;   // 0 = no size rotation
+  std::chrono::seconds rotate_max_age{0};    // age of the file's first record; 0 = never
+  uint64_t keep_files = 0;                   // rotated files kept; 0 = all
+  std::chrono::seconds keep_age{0};          // prune rotated files older than this; 0 = never
+};
+
+// Parses audit.yaml strictly (unknown keys and bad values are Errors naming file, key and
+// what was expected). A missing file yields the defaults. Relative paths in the file are
+// resolved against the file's directory.
+AuditConfig load_audit_config(const std::filesystem::path& file);
+
+// /var/log/sandboxrun/audit.log for root, else $XDG_STATE_HOME/sandboxrun/audit.log or
+// ~/.local/state/sandboxrun/audit.log.
+std::filesystem::path default_audit_log_path();
+
+// Reads an HMAC key file, refusing one that is not a regular file owned by the caller (or
+// root) with no group/other permission bits, or shorter than 16 bytes.
+std::string load_audit_key(const std::filesystem::path& key_file);
+
+// Identity of executed code as recorded under "code" in records.
+struct CodeRef {
+  std::string name;    // file name as given by the user (e.g. "job.py")
+  std::string sha256;  // hex; the object is <log dir>/objects/<sha256>
+  uint64_t size = 0;
+};
+void to_json(nlohmann::json& j, const CodeRef& c);  // {"name","sha256","size"}
+
+// One writer handle. Processes may share a log freely (appends are serialized by flock); a
+// handle itself is not thread-safe: use one per thread or guard it.
+class AuditLog {
+ public:
+  // Resolves the log path (override_path, else cfg.path, else the default), creates its
+  // directory (0700) and loads the key. Nothing is written until the first append.
+  static AuditLog open(const AuditConfig& cfg,
+                       std::optional<std::filesystem::path> override_path = std::nullopt);
+  AuditLog(AuditLog&&) noexcept;
+  AuditLog& operator=(AuditLog&&) noexcept;
+  ~AuditLog();
+
+  // Appends one record: fills seq, ts, prev, hash (and kid when keyed) around `fields` (a JSON
+  // object or null; keys seq/ts/run_id/event/prev/hash/kid are reserved; "code", when present,
+  // must be a CodeRef object). One write() under an exclusive flock; rotates and prunes first
+  // when due. durable=true forces fdatasync before returning, whatever the sync policy (use it
+  // for run_start). Returns the record's seq. Throws Error, e.g. when the log ends with a torn
+  // record (run `sandboxrun audit repair`).
+  uint64_t append(const std::string& event, const std::string& run_id, nlohmann::json fields,
+                  bool durable = false);
+
+  // Stores `code` as <log dir>/objects/<sha256> (once; atomic rename) and returns its identity.
+  // With store_code: false only the identity is computed.
+  CodeRef store_code(std::string_view code, std::string name);
+
+  // fdatasync of the log (e.g. at the end of a batch).
+  void sync();
+
+  const std::filesystem::path& path() const;
+
+ private:
+  struct Impl;
+  explicit AuditLog(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// `sandboxrun audit <args>`: verify | show | tail | repair (CLI11). Returns the exit status:
+// 0 ok, 1 damage found or operation failed, 2 usage error. `default_config` is the audit.yaml
+// the caller resolved (used when no --config is given; absent = built-in defaults).
+int audit_command(const std::vector<std::string>& args,
+                  const std::optional<std::filesystem::path>& default_config = std::nullopt);
+
+}  // namespace sandboxrun

@@ -1,0 +1,61 @@
+// Streaming verification of an audit log chain (rotated files + current file) against its
+// checkpoint anchor. Constant memory: one read buffer and the last two records' hashes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandboxrun {
+
+enum class AuditDamage {
+  modified,                    // a record's bytes do not match its hash, or it is malformed
+  deleted,                     // records missing (sequence gap / chain starts late, unpruned)
+  reordered,                   // records out of sequence order
+  inserted,                    // a record that is not part of the chain (forged or replayed)
+  truncated_after_checkpoint,  // the chain ends before the last anchored checkpoint
+  torn_last_line,              // the last line is incomplete (crash during an append)
+  forged,                      // keyed mode: record not authenticated by the key
+  bad_key,                     // keyed log verified without its key, or with another key
+  rolled_back,                 // a checkpointed record differs (rolled back / replaced)
+  missing,                     // the log file does not exist
+};
+const char* to_string(AuditDamage d);
+
+struct AuditDamageReport {
+  AuditDamage kind;
+  std::filesystem::path file;
+  uint64_t line = 0;     // 1-based line in `file` (0 when not about one line)
+  uint64_t offset = 0;   // byte offset of that line
+  std::optional<uint64_t> seq;
+  std::string detail;
+};
+
+struct AuditVerifyOptions {
+  std::filesystem::path log;                  // the current log file
+  std::optional<std::filesystem::path> anchor;  // checkpoint file (absent file = none yet)
+  std::optional<std::string> key;             // HMAC key bytes for keyed logs
+};
+
+struct AuditVerifyResult {
+  std::vector<std::filesystem::path> files;  // verified in chain order (rotated ..., current)
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  uint64_t first_seq = 0;
+  uint64_t last_seq = 0;
+  std::string last_hash;
+  uint64_t checkpoints_matched = 0;
+  std::optional<AuditDamageReport> damage;  // the first damage found; empty = intact
+  bool ok() const { return !damage.has_value(); }
+};
+
+AuditVerifyResult verify_audit_log(const AuditVerifyOptions& opt);
+
+// Rotated siblings of `log` ("<log>.<last seq>"), oldest first.
+std::vector<std::filesystem::path> rotated_audit_files(const std::filesystem::path& log);
+// The rotated files followed by `log` itself: the whole chain, oldest first.
+std::vector<std::filesystem::path> audit_log_files(const std::filesystem::path& log);
+
+}  // namespace sandboxrun

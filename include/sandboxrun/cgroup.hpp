@@ -1,0 +1,70 @@
+// Per-run cgroup: limits, placement, sampling, OOM detection, kill and removal.
+// Backends: cgroup v2 (cgroup_v2.cpp) and the v1 fallback (cgroup_v1.cpp); the backend is chosen
+// by create_cgroup (cgroup_create.cpp, selection documented there).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandboxrun/spec.hpp"
+
+namespace sandboxrun {
+
+struct CgroupUsage {
+  uint64_t memory_current = 0;  // bytes
+  uint64_t memory_peak = 0;     // bytes (kernel's peak where available, else max of samples)
+  uint64_t cpu_usec = 0;        // user+system
+  uint64_t pids_current = 0;
+  uint64_t pids_peak = 0;       // max seen (pids.peak where available)
+  uint64_t oom_kills = 0;       // memory.events oom_kill / v1 memory.oom_control oom_kill
+  uint64_t pids_max_hits = 0;   // pids.events max: forks refused by pids.max
+};
+
+// What the host offers, for `doctor` and for choosing a backend.
+struct CgroupSupport {
+  std::string version;                  // "v2", "v1", "none"
+  std::vector<std::string> controllers; // usable controllers: memory, pids, cpu, ...
+  std::string detail;                   // where, and what is missing with the fix
+  bool can_limit_memory = false;
+  bool can_limit_pids = false;
+  bool can_limit_cpu = false;
+};
+CgroupSupport probe_cgroups(const CgroupSettings& settings);
+
+class Cgroup {
+ public:
+  virtual ~Cgroup() = default;  // implementations kill remaining processes and remove the cgroup
+
+  // "v2" or "v1" ("v1" on hybrid hosts too: limits are v1, see path() for the cgroup2 part).
+  virtual std::string backend() const = 0;
+  // fd (O_RDONLY|O_DIRECTORY) of the v2 cgroup for clone3(CLONE_INTO_CGROUP), or -1 when that
+  // alone does not place the child (v1): then call add_process(child) before it runs anything.
+  virtual int clone_into_fd() const = 0;
+  // Moves a process (the sandbox's pid 1, before it runs anything) into the cgroup(s).
+  virtual void add_process(pid_t pid) = 0;
+  // Reads the counters; peaks are kept across calls (max of the kernel's and of every sample).
+  virtual CgroupUsage sample() = 0;
+  // SIGKILL every process in the cgroup and wait (bounded) until it is empty: cgroup.kill where
+  // the kernel has it, else freeze + kill loop (v1 freezer or cgroup.freeze), else a kill loop.
+  virtual void kill_all() noexcept = 0;
+  // Human-readable path(s), for messages and the audit log.
+  virtual std::string path() const = 0;
+  // Limits that are not enforced exactly as asked, one sentence each with the fix (e.g. no cpu
+  // controller, no swap accounting). Empty when everything requested is enforced.
+  virtual std::vector<std::string> degradations() const = 0;
+};
+
+// Creates the per-run cgroup named after run_id (letters, digits, '.', '_', '-') and applies
+// limits (memory incl. swap=0, pids, cpu quota); 0 or a negative cpus means "no limit". Sweeps
+// stale cgroups of dead launchers first. Returns nullptr when the host cannot give us a cgroup
+// and `settings.allow_degraded` permits running without (the reason goes to *degraded_reason
+// when given); throws Error (saying what the host lacks and how to fix it) otherwise.
+std::unique_ptr<Cgroup> create_cgroup(const std::string& run_id, const Limits& limits,
+                                      const CgroupSettings& settings,
+                                      std::string* degraded_reason = nullptr);
+
+}  // namespace sandboxrun

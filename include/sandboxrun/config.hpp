@@ -1,0 +1,76 @@
+// sandbox.yaml: parsing, validation and resolution into one SandboxSpec per run.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandboxrun/spec.hpp"
+
+namespace sandboxrun {
+
+// Values a trust level may override; unset fields inherit the base values.
+struct LevelSettings {
+  std::optional<double> cpu_count;
+  std::optional<uint64_t> mem_limit;
+  std::optional<uint64_t> pids_limit;
+  std::optional<double> timeout;
+  std::optional<uint64_t> tmp_size;
+  std::optional<uint64_t> output_limit;
+  std::optional<std::filesystem::path> seccomp_profile;  // from security_opt
+  std::optional<std::vector<std::string>> cap_drop;
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  std::optional<NetworkMode> network_mode;
+  std::optional<std::vector<std::string>> network_allowlist;
+  std::optional<std::map<std::string, std::string>> extra_hosts;
+  std::optional<std::vector<std::string>> allow_networks;
+  std::optional<std::map<std::string, std::string>> environment;
+};
+
+struct SandboxConfig {
+  std::filesystem::path file;  // the sandbox.yaml it came from
+  std::filesystem::path dir;   // its directory (security.yaml, audit.yaml live beside it)
+  Trust default_trust = Trust::untrusted;
+  std::string image;           // rootfs dir or OCI layout[:tag], resolved against dir
+  double host_memory_share = 0.5;
+  LevelSettings base;
+  std::map<Trust, LevelSettings> levels;
+  CgroupSettings cgroup;
+  bool monitoring = true;
+  uint32_t monitor_interval_ms = 100;
+  std::string digest;          // SHA-256 of the file's bytes, for the audit log
+};
+
+// Where the config is looked for, in order: --config PATH (a file, or a directory holding
+// sandbox.yaml); $SANDBOXRUN_CONFIG; /etc/sandboxrun/sandbox.yaml; the project's config/
+// directory this binary was built from.
+std::filesystem::path find_config(const std::optional<std::string>& cli_path);
+
+// Throws Error naming the file, the key (dotted path) and the line, and what was expected.
+SandboxConfig load_sandbox_config(const std::filesystem::path& file);
+SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::filesystem::path& file);
+
+// Per-run requests from the CLI; they may only tighten the trust level's values.
+struct RunOverrides {
+  std::optional<double> timeout_s;
+  std::optional<uint64_t> memory_bytes;
+  std::optional<double> cpus;
+  std::optional<uint64_t> pids;
+};
+
+// What the host offers, measured once by the caller (kept separate so tests can vary it).
+struct HostResources {
+  double cpus_available = 1;        // CPUs in our affinity mask
+  uint64_t memory_available = 0;    // MemAvailable
+};
+HostResources probe_host_resources();
+
+// Resolves the config for a trust level into the spec (limits clamped to the host, adjustments
+// recorded). The rootfs is left empty: the caller resolves `image`.
+SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrides& overrides,
+                         const HostResources& host);
+
+}  // namespace sandboxrun

@@ -1,0 +1,64 @@
+// The launcher: one sandboxed run of a Python file, from clone() to the last byte of output.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandboxrun/cgroup.hpp"
+#include "sandboxrun/fd.hpp"
+#include "sandboxrun/seccomp.hpp"
+#include "sandboxrun/spec.hpp"
+
+namespace sandboxrun {
+
+struct LaunchRequest {
+  SandboxSpec spec;
+  std::string run_id;
+  std::string script_name;     // file name shown inside the sandbox (/run/sandbox/NAME)
+  std::string script;          // the exact bytes that were assessed; copied in, never re-read
+  std::vector<std::string> args;
+  SeccompProgram seccomp;      // compiled from spec.seccomp_profile
+  bool capture = false;        // --json: capture (bounded) instead of streaming
+  int stdout_fd = 1;           // where streamed output goes
+  int stderr_fd = 2;
+  // Called from the monitor loop at each sample (for --stats); may be empty.
+  std::function<void(const CgroupUsage&, std::chrono::milliseconds elapsed)> on_sample;
+  // Called once the sandbox network is ready when spec.network.mode == allowlist: receives the
+  // listening socket inside the sandbox (127.0.0.1:3128), to serve from the host side.
+  std::function<void(UniqueFd listen_fd)> on_proxy_socket;
+  // argv/environ strings of the launcher, wiped in the sandbox's pid 1 so that /proc/1/cmdline
+  // shows nothing of the caller.
+  char* wipe_begin = nullptr;
+  char* wipe_end = nullptr;
+};
+
+enum class RunStatus { exited, signaled, timeout, oom, error };
+const char* to_string(RunStatus s);
+
+struct RunOutcome {
+  RunStatus status = RunStatus::error;
+  int exit_code = exit_code_setup_failed;
+  int signal = 0;                  // when signaled
+  std::chrono::milliseconds duration{0};
+  CgroupUsage usage;
+  std::string cgroup_backend;      // "v2", "v1", or "none (degraded)"
+  std::vector<std::string> degradations;  // limits not enforced exactly, each with its fix
+  std::string stdout_data, stderr_data;
+  bool stdout_truncated = false, stderr_truncated = false;
+  std::string error;               // set when status == error: what failed in setup
+  static constexpr int exit_code_setup_failed = 125;
+};
+
+// Runs the request to completion. Never throws for failures inside the sandbox (they are in the
+// outcome); throws Error when the sandbox cannot be set up on the host side (exit 125).
+RunOutcome run_sandbox(const LaunchRequest& req);
+
+// Checks that a rootfs can host a run (mount points, interpreter); throws Error with the fix.
+void validate_rootfs(const std::string& rootfs, const std::string& python);
+
+}  // namespace sandboxrun

@@ -1,0 +1,51 @@
+// Seccomp profiles in Docker's JSON format, compiled with libseccomp into a BPF program in the
+// parent; the child only installs the prepared program (no allocation after clone()).
+//
+// Deliberate deviation from Docker: only the native ABI is ever compiled in. Architectures
+// listed in "archMap"/"architectures" (i386, x32, arm ...) are accepted but not added, and any
+// syscall made through another ABI (int $0x80, x32's nr | 0x40000000, AArch32) kills the
+// process: the threat model forbids 32-bit/x32 syscall ABIs.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandboxrun {
+
+struct SeccompContext {
+  // Capabilities the sandboxed process keeps (Docker profile "includes/excludes" caps, e.g.
+  // "CAP_SYS_ADMIN"); empty for sandboxrun, which drops all.
+  std::vector<std::string> capabilities;
+  // Kernel release that "minKernel" conditions compare with ("6.1.0-18-amd64"); empty means
+  // the running kernel (uname -r).
+  std::string kernel_release;
+};
+
+struct SeccompProgram {
+  std::vector<sock_filter> instructions;
+  std::string source;  // profile path, for messages
+
+  sock_fprog fprog() const {
+    return sock_fprog{static_cast<unsigned short>(instructions.size()),
+                      const_cast<sock_filter*>(instructions.data())};
+  }
+};
+
+// Parses and compiles a profile for the native architecture. Throws Error naming the file and
+// the offending entry (unknown action, unknown op, bad JSON ...). Unknown syscall names are
+// skipped, as Docker does, since profiles list syscalls newer than some kernels/libseccomps.
+SeccompProgram compile_seccomp_profile(const std::filesystem::path& profile, const SeccompContext& ctx);
+
+// Same, from profile text already in memory; `source_name` is used in messages.
+SeccompProgram compile_seccomp_profile_text(std::string_view json, const std::string& source_name,
+                                            const SeccompContext& ctx);
+
+// Installs a compiled program in the calling thread (async-signal-safe; for the child).
+// The caller sets no_new_privs (or holds CAP_SYS_ADMIN) first. Returns 0 or -errno.
+int install_seccomp_program(const sock_fprog& prog) noexcept;
+
+}  // namespace sandboxrun

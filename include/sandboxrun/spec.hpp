@@ -1,0 +1,81 @@
+// SandboxSpec: everything one run needs, resolved from the config, the trust level, the
+// assessment and the CLI. Nothing after resolution reads YAML or the environment.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandboxrun {
+
+enum class Trust { untrusted, unknown, trusted };
+const char* to_string(Trust t);
+std::optional<Trust> parse_trust(const std::string& s);
+// untrusted < unknown < trusted; the stricter of two.
+Trust stricter(Trust a, Trust b);
+
+enum class NetworkMode { none, allowlist };
+const char* to_string(NetworkMode m);
+
+struct Limits {
+  double cpus = 1.0;                 // cpu_count; fractional allowed
+  uint64_t memory_bytes = 256 << 20; // mem_limit
+  uint64_t pids = 64;                // pids_limit
+  double timeout_s = 30;             // wall clock
+  uint64_t tmp_bytes = 64 << 20;     // tmpfs /tmp size
+  uint64_t output_bytes = 1 << 20;   // captured bytes per stream with --json
+};
+
+// One adjustment the launcher made to a requested limit (host clamp, CLI tighten).
+struct LimitAdjustment {
+  std::string limit;  // "cpu_count", "mem_limit", ...
+  std::string from;
+  std::string to;
+  std::string reason;
+};
+
+struct CgroupSettings {
+  std::string parent;           // configured parent (v2 path relative to the mount, or v1 name); empty = auto
+  bool allow_degraded = false;  // run untrusted code without enforced memory/pids limits
+};
+
+struct NetworkSettings {
+  NetworkMode mode = NetworkMode::none;
+  std::vector<std::string> allowlist;              // "pypi.org", "*.pythonhosted.org"
+  std::map<std::string, std::string> extra_hosts;  // name -> address
+  std::vector<std::string> allow_networks;         // CIDRs the proxy may reach despite private ranges
+  uint32_t max_connections = 32;
+  uint64_t max_bytes = 1ull << 30;
+  uint32_t idle_timeout_s = 60;
+};
+
+struct SandboxSpec {
+  Trust trust = Trust::untrusted;
+  Limits limits;
+  std::vector<LimitAdjustment> adjustments;
+
+  std::filesystem::path rootfs;     // unpacked image, mounted read-only
+  std::string hostname = "sandbox";
+  uid_t uid = 1000;
+  gid_t gid = 1000;
+  bool read_only = true;
+  bool no_new_privileges = true;
+  std::vector<std::string> cap_drop{"ALL"};
+  std::filesystem::path seccomp_profile;  // Docker JSON profile
+  NetworkSettings network;
+  std::map<std::string, std::string> env;  // the complete environment of the payload
+  std::string python = "/usr/bin/python3";
+  std::string workdir = "/tmp";
+
+  bool monitoring = true;
+  std::chrono::milliseconds monitor_interval{100};
+  CgroupSettings cgroup;
+};
+
+}  // namespace sandboxrun

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Builds the default sandbox image (Debian bookworm + python3 and pip) as an OCI image layout in
+# images/default/, then unpacks it into rootfs/default with `sandboxrun image unpack`, so the
+# project's own image goes through the same path as images users bring.
+#
+# Only Debian's package repository is contacted. Run as root (mmdebstrap keeps ownership).
+# Re-running is fast: nothing is rebuilt when the layout exists, and nothing is unpacked when
+# rootfs/.default.digest names the layout's manifest. --rebuild forces a fresh image.
+#
+# Environment: SANDBOXRUN (binary, default build/sandboxrun), MIRROR, SUITE.
+set -euo pipefail
+
+usage() { echo "usage: $0 [--rebuild]" >&2; exit 2; }
+rebuild=0
+for arg in "$@"; do
+  case "$arg" in
+    --rebuild) rebuild=1 ;;
+    -h|--help) usage ;;
+    *) echo "build-image.sh: unknown argument '$arg'" >&2; usage ;;
+  esac
+done
+
+cd "$(dirname "$0")/.."
+repo=$PWD
+suite=${SUITE:-bookworm}
+mirror=${MIRROR:-http://deb.debian.org/debian}
+sandboxrun=${SANDBOXRUN:-build/sandboxrun}
+layout=$repo/images/default
+rootfs=$repo/rootfs/default
+stamp=$repo/rootfs/.default.digest
+packages=python3,python3-pip
+
+die() { echo "build-image.sh: $*" >&2; exit 1; }
+[[ $(id -u) == 0 ]] || die "must run as root (mmdebstrap keeps the image's file ownership); try: sudo $0"
+for tool in mmdebstrap sha256sum gzip tar stat; do
+  command -v "$tool" >/dev/null || die "'$tool' is missing; install it with: apt-get install -y mmdebstrap coreutils gzip tar"
+done
+
+# The manifest digest the layout's index.json points at (the only manifest we write).
+manifest_digest() {
+  grep -o '"digest":"sha256:[0-9a-f]\{64\}"' "$layout/index.json" | head -n1 | cut -d'"' -f4
+}
+
+# Writes stdin to blobs/sha256/<digest> of the layout being built; prints "sha256:<hex> <size>".
+add_blob() {
+  local dir=$1 tmp hex size
+  tmp=$(mktemp "$dir/blobs/sha256/.new.XXXXXX")
+  cat >"$tmp"
+  hex=$(sha256sum "$tmp" | cut -d' ' -f1)
+  size=$(stat -c %s "$tmp")
+  mv -f "$tmp" "$dir/blobs/sha256/$hex"
+  chmod 0644 "$dir/blobs/sha256/$hex"
+  echo "sha256:$hex $size"
+}
+
+build_layout() {
+  local work arch goarch
+  work=$(mktemp -d "$repo/images/.default.build.XXXXXX")
+  # shellcheck disable=SC2064  # expand $work now: the trap must remove this very directory
+  trap "rm -rf '$work'" EXIT
+  mkdir -p "$work/layout/blobs/sha256"
+
+  echo "build-image.sh: mmdebstrap $suite (python3) ..." >&2
+  # Docs, man pages and translations are not needed to run Python; copyright files stay.
+  # /dev is emptied (the launcher builds its own minimal /dev; the directory stays as a
+  # mountpoint); /run, /tmp and /proc come from base-files.
+  mmdebstrap --quiet --variant=essential --include="$packages" \
+    --dpkgopt='path-exclude=/usr/share/man/*' \
+    --dpkgopt='path-exclude=/usr/share/info/*' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' \
+    --dpkgopt='path-exclude=/usr/share/doc/*' \
+    --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+    "$suite" - "deb $mirror $suite main" \
+    | tar --delete --wildcards './dev/?*' >"$work/rootfs.tar"
+  for dir in ./dev/ ./proc/ ./tmp/ ./run/ ./usr/bin/python3; do
+    tar -tf "$work/rootfs.tar" "$dir" >/dev/null 2>&1 || die "the rootfs tar lacks $dir"
+  done
+
+  arch=$(dpkg --print-architecture)
+  case "$arch" in
+    armhf) goarch=arm ;; i386) goarch=386 ;; *) goarch=$arch ;;
+  esac
+
+  local diff_id layer layer_digest layer_size config config_digest config_size manifest \
+        manifest_digest manifest_size created
+  diff_id=sha256:$(sha256sum "$work/rootfs.tar" | cut -d' ' -f1)
+  layer=$(gzip -n -6 <"$work/rootfs.tar" | add_blob "$work/layout")
+  rm -f "$work/rootfs.tar"
+  layer_digest=${layer% *}; layer_size=${layer#* }
+  created=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+
+  config=$(printf '{"created":"%s","architecture":"%s","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","LANG=C.UTF-8"],"Cmd":["python3"],"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["%s"]},"history":[{"created":"%s","created_by":"scripts/build-image.sh: mmdebstrap --variant=essential --include=%s %s"}]}' \
+    "$created" "$goarch" "$diff_id" "$created" "$packages" "$suite" | add_blob "$work/layout")
+  config_digest=${config% *}; config_size=${config#* }
+
+  manifest=$(printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"%s","size":%s}]}' \
+    "$config_digest" "$config_size" "$layer_digest" "$layer_size" | add_blob "$work/layout")
+  manifest_digest=${manifest% *}; manifest_size=${manifest#* }
+
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"latest"},"platform":{"architecture":"%s","os":"linux"}}]}' \
+    "$manifest_digest" "$manifest_size" "$goarch" >"$work/layout/index.json"
+  printf '{"imageLayoutVersion":"1.0.0"}' >"$work/layout/oci-layout"
+
+  rm -rf "$layout"
+  mv "$work/layout" "$layout"
+  rm -rf "$work"
+  trap - EXIT
+  echo "build-image.sh: wrote $layout ($manifest_digest, layer $(( layer_size / 1048576 )) MiB)" >&2
+}
+
+mkdir -p "$repo/images" "$repo/rootfs"
+# The package list is part of the image: a layout built from another list is rebuilt.
+if (( rebuild )) || [[ ! -f $layout/index.json ]] || [[ "$(cat "$layout/.packages" 2>/dev/null)" != "$packages" ]]; then
+  build_layout
+  echo "$packages" >"$layout/.packages"
+fi
+
+digest=$(manifest_digest)
+[[ -n $digest ]] || die "$layout/index.json names no manifest; rerun with --rebuild"
+if [[ -d $rootfs && -f $stamp && $(cat "$stamp") == "$digest" ]]; then
+  echo "build-image.sh: $rootfs is up to date ($digest)" >&2
+  exit 0
+fi
+
+[[ -x $sandboxrun ]] || die "$sandboxrun not found; build it first (cmake --build build) or set SANDBOXRUN"
+rm -f "$stamp"
+rm -rf "$rootfs"
+"$sandboxrun" image unpack "$layout:latest" "$rootfs"
+chroot "$rootfs" /usr/bin/python3 -c 'import json, csv, sqlite3, decimal, ssl, multiprocessing, asyncio' \
+  || die "python3 in $rootfs cannot import its standard library"
+echo "$digest" >"$stamp"
+echo "build-image.sh: unpacked $digest into $rootfs" >&2

@@ -1,0 +1,87 @@
+// `sandboxrun assess [--json] [--config-dir DIR] FILE.py`
+#include <cstdio>
+#include <iostream>
+
+#include "sandboxrun/assess.hpp"
+#include "sandboxrun/config.hpp"
+#include "sandboxrun/error.hpp"
+
+namespace sandboxrun {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sandboxrun assess [--json] [--config-dir DIR] FILE.py\n"
+    "  Assess a Python file without running it: LOW, MEDIUM, HIGH or BLOCKED, with findings.\n"
+    "  --json            print one JSON object {level, score, findings, notes}\n"
+    "  --config-dir DIR  directory holding security.yaml (default: beside the sandbox.yaml that\n"
+    "                    `sandboxrun run` uses: $SANDBOXRUN_CONFIG, /etc/sandboxrun, the project's config/)\n";
+
+int usage_error(const std::string& what) {
+  std::cerr << "sandboxrun assess: " << what << "\n" << kUsage;
+  return exit_code::usage;
+}
+
+// The same search as `run`, so that both commands judge a file by the same rules.
+std::filesystem::path default_config_dir() { return find_config(std::nullopt).parent_path(); }
+
+}  // namespace
+
+int assess_command(const std::vector<std::string>& args) {
+  bool json = false;
+  std::optional<std::filesystem::path> config_dir;
+  std::optional<std::filesystem::path> file;
+  bool options_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (!options_done && a == "--json") {
+      json = true;
+    } else if (!options_done && (a == "-h" || a == "--help")) {
+      std::cout << kUsage;
+      return 0;
+    } else if (!options_done && a == "--config-dir") {
+      if (i + 1 >= args.size()) return usage_error("--config-dir needs a directory");
+      config_dir = args[++i];
+    } else if (!options_done && a.starts_with("--config-dir=")) {
+      config_dir = a.substr(13);
+    } else if (!options_done && a == "--") {
+      options_done = true;
+    } else if (!options_done && a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'");
+    } else if (file) {
+      return usage_error("one file at a time ('" + file->string() + "' and '" + a + "')");
+    } else {
+      file = a;
+    }
+  }
+  if (!file) return usage_error("no file to assess");
+
+  const std::filesystem::path dir = config_dir ? *config_dir : default_config_dir();
+  SecurityConfig config;
+  try {
+    const std::filesystem::path root = std::filesystem::absolute(dir).lexically_normal().parent_path();
+    config = load_security_config(dir / "security.yaml", root);
+  } catch (const Error& e) {
+    std::cerr << "sandboxrun assess: " << e.describe() << "\n";
+    return exit_code::usage;
+  }
+  Assessment a;
+  try {
+    a = assess_file(*file, config);
+  } catch (const Error& e) {
+    std::cerr << "sandboxrun assess: " << e.describe() << "\n";
+    return exit_code::file_missing;
+  }
+  if (json) {
+    std::cout << a.to_json().dump() << "\n";
+    return 0;
+  }
+  std::cout << file->string() << ": " << to_string(a.level) << " (score " << a.score << ", "
+            << a.findings.size() << (a.findings.size() == 1 ? " finding" : " findings") << ")\n";
+  for (const auto& f : a.findings)
+    std::cout << "  " << file->string() << ":" << f.line << ": [" << f.severity << "] " << f.rule << " " << f.message << "\n";
+  for (const auto& n : a.notes) std::cout << "  note: " << n << "\n";
+  return 0;
+}
+
+}  // namespace sandboxrun

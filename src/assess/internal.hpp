@@ -1,0 +1,71 @@
+// Helpers shared by the assessor's translation units (not part of the public API).
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "sandboxrun/assess_analyzer.hpp"
+
+namespace sandboxrun::assess::detail {
+
+// The text a decoder call produces from constant arguments (base64/hex/rot13 of a literal),
+// or nullopt when the call is not a decoder or its input is not constant and valid.
+std::optional<std::string> decode_constant_call(std::string_view qual, std::span<const ArgInfo> args);
+
+// The coding declared in the first two lines (PEP 263) when it is not a plain one.
+std::optional<std::string> unusual_source_encoding(std::string_view source);
+
+// A long string that looks like encoded data rather than text.
+bool is_entropy_blob(std::string_view s, const AnalyzerLimits& limits) noexcept;
+
+// Canonical spelling of a qualified name: builtins.eval -> eval, posix.system -> os.system.
+std::string canonical(std::string_view qual);
+
+}  // namespace sandboxrun::assess::detail
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "sandboxrun/assess.hpp"
+#include "sandboxrun/assess_rules.hpp"
+
+namespace sandboxrun::assess::detail {
+
+// Matches analyzer facts against the rules and collects findings, tags and the score.
+class RuleEngine final : public EventSink {
+ public:
+  RuleEngine(const RuleSet& rules, uint32_t max_findings_per_rule);
+
+  void on_import(std::string_view module, uint32_t line) override;
+  void on_call(const CallEvent& call) override;
+  void on_reference(std::string_view qual, uint32_t line) override;
+  void on_string(std::string_view value, uint32_t line) override;
+  void on_detector(Detector d, uint32_t line, std::string_view detail) override;
+  void on_star_import(std::string_view module) override;
+  bool loop_sensitive(std::string_view qual) override;
+
+  // Evaluates the combination rules; findings come out in line order.
+  void finish(std::vector<Finding>& findings, int& score);
+
+ private:
+  template <class Fn>
+  void lookup(std::string_view name, bool calls, Fn&& fn);
+  void fire(size_t rule, uint32_t line, std::string_view detail);
+
+  const RuleSet& rules_;
+  uint32_t max_per_rule_;
+  struct State {
+    uint32_t count = 0;
+    bool matched = false;
+    std::vector<uint32_t> lines;
+  };
+  std::vector<State> state_;
+  std::map<std::string, uint32_t, std::less<>> tags_;  // tag -> first line
+  std::vector<std::string> star_modules_;
+  std::vector<Finding> findings_;
+};
+
+}  // namespace sandboxrun::assess::detail

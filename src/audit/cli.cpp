@@ -1,0 +1,399 @@
+// `sandboxrun audit verify|show|tail|repair`.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <unordered_map>
+
+#include "internal.hpp"
+#include "sandboxrun/audit.hpp"
+#include "sandboxrun/audit_verify.hpp"
+#include "sandboxrun/error.hpp"
+#include "sandboxrun/size.hpp"
+
+extern char** environ;
+
+namespace sandboxrun {
+
+namespace {
+
+using nlohmann::json;
+
+struct Common {
+  std::string log;
+  std::string config;
+};
+
+struct Resolved {
+  AuditConfig cfg;
+  std::filesystem::path log;
+};
+
+Resolved resolve(const Common& c, const std::optional<std::filesystem::path>& default_config) {
+  Resolved r;
+  if (!c.config.empty()) {
+    if (::access(c.config.c_str(), R_OK) != 0) throw_errno("cannot read " + c.config);
+    r.cfg = load_audit_config(c.config);
+  } else if (default_config) {
+    r.cfg = load_audit_config(*default_config);
+  }
+  r.log = !c.log.empty() ? std::filesystem::path(c.log)
+          : !r.cfg.path.empty() ? r.cfg.path
+                                : default_audit_log_path();
+  r.log = std::filesystem::absolute(r.log);
+  return r;
+}
+
+// ---- verify ----
+
+int cmd_verify(const Resolved& r, const std::string& key_path, bool as_json) {
+  AuditVerifyOptions opt;
+  opt.log = r.log;
+  opt.anchor = audit::anchor_path(r.cfg, r.log);
+  if (!key_path.empty()) opt.key = load_audit_key(key_path);
+  else if (!r.cfg.key_file.empty()) opt.key = load_audit_key(r.cfg.key_file);
+  AuditVerifyResult res = verify_audit_log(opt);
+  if (as_json) {
+    json out{{"ok", res.ok()},
+             {"log", r.log.string()},
+             {"files", res.files.size()},
+             {"records", res.records},
+             {"bytes", res.bytes},
+             {"first_seq", res.first_seq},
+             {"last_seq", res.last_seq},
+             {"last_hash", res.last_hash},
+             {"checkpoints_matched", res.checkpoints_matched},
+             {"keyed", opt.key.has_value()}};
+    if (res.damage) {
+      const auto& d = *res.damage;
+      out["damage"] = {{"kind", to_string(d.kind)},
+                       {"file", d.file.string()},
+                       {"line", d.line},
+                       {"offset", d.offset},
+                       {"seq", d.seq ? json(*d.seq) : json(nullptr)},
+                       {"detail", d.detail}};
+    }
+    std::cout << out.dump() << "\n";
+  } else if (res.ok()) {
+    std::cout << "audit log intact: " << r.log.string() << ": " << res.records << " records";
+    if (res.records) std::cout << " (seq " << res.first_seq << ".." << res.last_seq << ")";
+    std::cout << " in " << res.files.size() << " file(s), " << res.checkpoints_matched
+              << " checkpoint(s) matched" << (opt.key ? ", HMAC verified" : "") << "\n";
+  } else {
+    const auto& d = *res.damage;
+    std::cout << "audit log DAMAGED: " << to_string(d.kind) << ": " << d.file.string();
+    if (d.line) std::cout << " line " << d.line << " (byte " << d.offset << ")";
+    if (d.seq) std::cout << " seq " << *d.seq;
+    std::cout << ": " << d.detail << "\n";
+  }
+  return res.ok() ? 0 : 1;
+}
+
+// ---- show ----
+
+struct RunSummary {
+  std::string run_id, ts, name, sha256, level, trust, status, override_reason;
+  std::optional<int64_t> exit_code;
+  std::optional<uint64_t> duration_ms, memory_peak;
+};
+
+std::string str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+template <typename T>
+std::optional<T> num(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<T>();
+}
+
+// Calls fn(record) for every parseable record of the log set, oldest first.
+template <typename Fn>
+void for_each_record(const std::filesystem::path& log, Fn fn) {
+  for (const auto& f : audit_log_files(log)) {
+    std::ifstream in(f);
+    if (!in) {
+      if (f == log) throw_errno("cannot open " + f.string(), "check --log or the path in audit.yaml");
+      continue;
+    }
+    std::string line;
+    uint64_t n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      json j = json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        std::cerr << "sandboxrun audit: " << f.string() << " line " << n
+                  << " is not a record (run `sandboxrun audit verify`)\n";
+        continue;
+      }
+      fn(j);
+    }
+  }
+}
+
+std::vector<RunSummary> summarize(const std::filesystem::path& log) {
+  std::vector<RunSummary> runs;
+  std::unordered_map<std::string, size_t> index;
+  for_each_record(log, [&](const json& j) {
+    std::string id = str(j, "run_id");
+    if (id.empty()) return;
+    auto [it, fresh] = index.try_emplace(id, runs.size());
+    if (fresh) {
+      runs.emplace_back();
+      runs.back().run_id = id;
+      runs.back().ts = str(j, "ts");
+    }
+    RunSummary& s = runs[it->second];
+    if (auto c = j.find("code"); c != j.end() && c->is_object()) {
+      s.name = str(*c, "name");
+      s.sha256 = str(*c, "sha256");
+    }
+    std::string ev = str(j, "event");
+    if (ev == "assessment") s.level = str(j, "level");
+    else if (ev == "blocked") s.status = "blocked";
+    else if (ev == "override") s.override_reason = str(j, "reason");
+    else if (ev == "run_start") s.trust = str(j, "trust_used");
+    else if (ev == "limit" && s.status.empty()) s.status = str(j, "kind");
+    else if (ev == "run_end") {
+      s.status = str(j, "status");
+      s.exit_code = num<int64_t>(j, "exit_code");
+      s.duration_ms = num<uint64_t>(j, "duration_ms");
+      s.memory_peak = num<uint64_t>(j, "memory_peak_bytes");
+    }
+  });
+  return runs;
+}
+
+json summary_json(const RunSummary& s) {
+  auto opt = [](const auto& o) { return o ? json(*o) : json(nullptr); };
+  return {{"run_id", s.run_id},   {"ts", s.ts},          {"file", s.name},
+          {"sha256", s.sha256},   {"level", s.level},    {"trust", s.trust},
+          {"status", s.status},   {"exit_code", opt(s.exit_code)},
+          {"duration_ms", opt(s.duration_ms)}, {"memory_peak_bytes", opt(s.memory_peak)},
+          {"override", s.override_reason}};
+}
+
+void print_table(const std::vector<RunSummary>& runs) {
+  std::printf("%-26s %-36s %-20s %-7s %-9s %-9s %5s %10s %9s\n", "TIME", "RUN", "FILE", "LEVEL",
+              "TRUST", "STATUS", "EXIT", "DURATION", "PEAK MEM");
+  auto dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
+  for (const auto& s : runs) {
+    std::string dur = s.duration_ms ? std::to_string(*s.duration_ms) + "ms" : "-";
+    std::string mem = s.memory_peak ? format_size(*s.memory_peak) : "-";
+    std::string code = s.exit_code ? std::to_string(*s.exit_code) : "-";
+    std::string status = dash(s.status) + (s.override_reason.empty() ? "" : "*");
+    std::printf("%-26s %-36s %-20s %-7s %-9s %-9s %5s %10s %9s\n", s.ts.c_str(), s.run_id.c_str(),
+                dash(s.name).c_str(), dash(s.level).c_str(), dash(s.trust).c_str(), status.c_str(),
+                code.c_str(), dur.c_str(), mem.c_str());
+  }
+}
+
+// One record for people: seq, time, event, run, then the event's own fields.
+void print_record(const json& j) {
+  json rest = j;
+  for (const char* k : {"seq", "ts", "run_id", "event", "prev", "hash", "kid"}) rest.erase(k);
+  std::printf("%8s  %s  %-11s %s %s\n", j.contains("seq") ? j["seq"].dump().c_str() : "?",
+              str(j, "ts").c_str(), str(j, "event").c_str(), str(j, "run_id").c_str(),
+              rest.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+}
+
+int run_diff(const std::filesystem::path& log, const RunSummary& prev, const RunSummary& cur) {
+  auto dir = audit::objects_dir(log);
+  std::string a = (dir / prev.sha256).string(), b = (dir / cur.sha256).string();
+  for (const auto& p : {a, b})
+    if (::access(p.c_str(), R_OK) != 0)
+      throw_errno("cannot read code object " + p, "store_code may have been off for that run");
+  std::string la = prev.name + " (run " + prev.run_id + ")";
+  std::string lb = cur.name + " (run " + cur.run_id + ")";
+  const char* diff = "/usr/bin/diff";
+  std::vector<std::string> argv_s = {"diff", "-u", "--label", la, "--label", lb, a, b};
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, diff, nullptr, nullptr, argv.data(), environ);
+  if (rc != 0) throw_errno(rc, std::string("cannot run ") + diff, "install diffutils");
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw_errno("waitpid diff");
+  // diff exits 1 when the files differ, which is the point here.
+  if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) throw Error(std::string(diff) + " failed");
+  return 0;
+}
+
+int cmd_show(const Resolved& r, bool as_json, const std::string& run, bool diff) {
+  if (run.empty()) {
+    auto runs = summarize(r.log);
+    if (as_json) {
+      for (const auto& s : runs) std::cout << summary_json(s).dump() << "\n";
+    } else {
+      print_table(runs);
+    }
+    return 0;
+  }
+  bool found = false;
+  for_each_record(r.log, [&](const json& j) {
+    if (str(j, "run_id") != run) return;
+    found = true;
+    if (as_json) std::cout << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    else print_record(j);
+  });
+  if (!found) throw Error("no records for run " + run + " in " + r.log.string());
+  if (!diff) return 0;
+  std::cout.flush();
+  auto runs = summarize(r.log);
+  size_t i = 0;
+  while (runs[i].run_id != run) ++i;
+  const RunSummary& cur = runs[i];
+  if (cur.name.empty()) throw Error("run " + run + " recorded no code");
+  while (i > 0) {
+    const RunSummary& prev = runs[--i];
+    if (prev.name != cur.name || prev.sha256.empty()) continue;
+    if (prev.sha256 == cur.sha256) {
+      std::printf("%s is identical to the previous run %s\n", cur.name.c_str(), prev.run_id.c_str());
+      return 0;
+    }
+    return run_diff(r.log, prev, cur);
+  }
+  std::printf("no earlier run of a file named %s\n", cur.name.c_str());
+  return 0;
+}
+
+// ---- tail ----
+
+int cmd_tail(const Resolved& r, size_t n, bool as_json) {
+  auto files = audit_log_files(r.log);
+  std::vector<std::string> lines;  // newest first
+  for (auto f = files.rbegin(); f != files.rend() && lines.size() < n; ++f) {
+    UniqueFd fd(::open(f->c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) {
+      if (*f == r.log) throw_errno("cannot open " + f->string(), "check --log or the path in audit.yaml");
+      continue;
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat " + f->string());
+    auto size = static_cast<uint64_t>(st.st_size);
+    while (size > 0 && lines.size() < n) {
+      audit::LastLine last = audit::read_last_line(fd.get(), size, *f);
+      if (last.torn)
+        std::cerr << "sandboxrun audit: " << f->string() << " ends with a torn record at byte "
+                  << last.offset << " (run `sandboxrun audit repair`)\n";
+      else
+        lines.push_back(std::move(last.line));
+      size = last.offset;
+    }
+  }
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (as_json) {
+      std::cout << *it << "\n";
+      continue;
+    }
+    json j = json::parse(*it, nullptr, false);
+    if (j.is_discarded()) std::cout << "(not a record) " << *it << "\n";
+    else print_record(j);
+  }
+  return 0;
+}
+
+// ---- repair ----
+
+int cmd_repair(const Resolved& r) {
+  if (::access(r.log.c_str(), F_OK) != 0) throw_errno("cannot repair " + r.log.string(), "check --log");
+  AuditLog log = AuditLog::open(r.cfg, r.log);
+  std::string tail;
+  uint64_t at = 0;
+  {
+    UniqueFd lock_fd(::open(audit::lock_path(r.log).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!lock_fd) throw_errno("cannot open " + audit::lock_path(r.log).string());
+    audit::FileLock lock(lock_fd.get(), audit::lock_path(r.log));
+    UniqueFd fd(::open(r.log.c_str(), O_RDWR | O_CLOEXEC));
+    if (!fd) throw_errno("cannot open " + r.log.string());
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat " + r.log.string());
+    audit::LastLine last = audit::read_last_line(fd.get(), static_cast<uint64_t>(st.st_size), r.log);
+    if (!last.torn) {
+      std::cout << "nothing to repair: " << r.log.string() << " ends with a complete record\n";
+      return 0;
+    }
+    tail = std::move(last.line);
+    at = last.offset;
+    if (::ftruncate(fd.get(), static_cast<off_t>(at)) != 0 || ::fdatasync(fd.get()) != 0)
+      throw_errno("cannot truncate " + r.log.string());
+  }
+  // The torn bytes are kept in the object store, so the repair loses nothing.
+  CodeRef kept = log.store_code(tail, "torn-tail");
+  uint64_t seq = log.append("repair", "",
+                            {{"truncated_at", at}, {"truncated_bytes", tail.size()}, {"tail", kept}},
+                            true);
+  std::cout << "repaired " << r.log.string() << ": removed a torn record of " << tail.size()
+            << " bytes at byte " << at << " (kept as objects/" << kept.sha256
+            << "), recorded as seq " << seq << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int audit_command(const std::vector<std::string>& args,
+                  const std::optional<std::filesystem::path>& default_config) {
+  CLI::App app("Inspect and check the tamper-evident audit log", "sandboxrun audit");
+  app.require_subcommand(1);
+  Common common;
+  auto add_common = [&](CLI::App* sub) {
+    sub->add_option("--log", common.log, "audit log file (default: from audit.yaml)");
+    sub->add_option("--config", common.config, "audit.yaml to use");
+  };
+  bool as_json = false, diff = false;
+  std::string key, run;
+  size_t n = 10;
+
+  CLI::App* verify = app.add_subcommand("verify", "check the hash chain; exit 0 when intact");
+  add_common(verify);
+  verify->add_option("--key", key, "HMAC key file (default: key_file from audit.yaml)");
+  verify->add_flag("--json", as_json, "print the result as JSON");
+  CLI::App* show = app.add_subcommand("show", "table of runs, or one run's records");
+  add_common(show);
+  show->add_flag("--json", as_json, "JSON lines");
+  show->add_option("--run", run, "show the records of this run id");
+  show->add_flag("--diff", diff, "with --run: diff its code against the previous run of that file");
+  CLI::App* tail = app.add_subcommand("tail", "the last records");
+  add_common(tail);
+  tail->add_option("-n", n, "how many records")->check(CLI::Range(size_t{1}, size_t{1000000}));
+  tail->add_flag("--json", as_json, "print the raw records");
+  CLI::App* repair = app.add_subcommand("repair", "cut a torn last record (after a crash) and record it");
+  add_common(repair);
+
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return exit_code::usage;
+  }
+  if (diff && run.empty()) {
+    std::cerr << "sandboxrun audit show: --diff needs --run ID\n";
+    return exit_code::usage;
+  }
+  try {
+    Resolved r = resolve(common, default_config);
+    if (verify->parsed()) return cmd_verify(r, key, as_json);
+    if (show->parsed()) return cmd_show(r, as_json, run, diff);
+    if (tail->parsed()) return cmd_tail(r, n, as_json);
+    return cmd_repair(r);
+  } catch (const Error& e) {
+    std::cerr << "sandboxrun audit: " << e.describe() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace sandboxrun

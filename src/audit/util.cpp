@@ -1,0 +1,180 @@
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+
+#include "internal.hpp"
+#include "sandboxrun/audit_format.hpp"
+#include "sandboxrun/error.hpp"
+
+namespace sandboxrun::audit {
+
+FileLock::FileLock(int fd, const std::filesystem::path& what) : fd_(fd) {
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) throw_errno("cannot lock " + what.string());
+  }
+}
+
+FileLock::~FileLock() { ::flock(fd_, LOCK_UN); }
+
+std::filesystem::path lock_path(const std::filesystem::path& log) {
+  return std::filesystem::path(log.string() + ".lock");
+}
+
+std::filesystem::path objects_dir(const std::filesystem::path& log) {
+  return log.parent_path() / "objects";
+}
+
+std::filesystem::path anchor_path(const AuditConfig& cfg, const std::filesystem::path& log) {
+  // The configured anchor belongs to the configured log; any other log anchors beside itself.
+  if (!cfg.anchor.empty()) {
+    auto configured = cfg.path.empty() ? default_audit_log_path() : cfg.path;
+    if (std::filesystem::absolute(configured) == std::filesystem::absolute(log)) return cfg.anchor;
+  }
+  return std::filesystem::path(log.string() + ".anchor");
+}
+
+std::filesystem::path rotated_path(const std::filesystem::path& log, uint64_t last_seq) {
+  return std::filesystem::path(log.string() + "." + std::to_string(last_seq));
+}
+
+namespace {
+
+constexpr size_t kChunk = 64 * 1024;
+// A last line longer than this cannot be a record (nor a plausible torn one).
+constexpr size_t kLineCap = 4 * kMaxRecordBytes;
+
+void pread_exact(int fd, char* buf, size_t len, uint64_t off, const std::filesystem::path& what) {
+  while (len > 0) {
+    ssize_t n = ::pread(fd, buf, len, static_cast<off_t>(off));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot read " + what.string());
+    }
+    if (n == 0) throw Error("unexpected end of " + what.string() + " (is it being truncated?)");
+    buf += n;
+    len -= static_cast<size_t>(n);
+    off += static_cast<uint64_t>(n);
+  }
+}
+
+}  // namespace
+
+LastLine read_last_line(int fd, uint64_t size, const std::filesystem::path& what) {
+  LastLine out;
+  if (size == 0) return out;
+  char last = 0;
+  pread_exact(fd, &last, 1, size - 1, what);
+  out.torn = last != '\n';
+  uint64_t end = out.torn ? size : size - 1;
+  uint64_t cur = end;
+  std::string acc;  // bytes [cur, end)
+  std::string chunk;
+  while (cur > 0) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, cur));
+    chunk.resize(n);
+    pread_exact(fd, chunk.data(), n, cur - n, what);
+    size_t nl = chunk.rfind('\n');
+    if (nl != std::string::npos) {
+      out.line = chunk.substr(nl + 1) + acc;
+      out.offset = cur - n + nl + 1;
+      return out;
+    }
+    acc.insert(0, chunk);
+    cur -= n;
+    if (acc.size() > kLineCap)
+      throw Error("the last line of " + what.string() + " is longer than " +
+                      std::to_string(kLineCap) + " bytes",
+                  "this is not an audit log, or it is damaged: run `sandboxrun audit verify`");
+  }
+  out.line = std::move(acc);
+  out.offset = 0;
+  return out;
+}
+
+std::string read_first_line(int fd, const std::filesystem::path& what) {
+  std::string acc;
+  char buf[4096];
+  for (uint64_t off = 0;; off += sizeof buf) {
+    ssize_t n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(off));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot read " + what.string());
+    }
+    if (n == 0) return {};
+    std::string_view chunk(buf, static_cast<size_t>(n));
+    size_t nl = chunk.find('\n');
+    if (nl != std::string_view::npos) return acc.append(chunk.substr(0, nl));
+    acc.append(chunk);
+    if (acc.size() > kLineCap) return {};
+  }
+}
+
+std::string rfc3339_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  tm t{};
+  ::gmtime_r(&ts.tv_sec, &t);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", t.tm_year + 1900,
+                t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
+                static_cast<int>(ts.tv_nsec / 1000));
+  return buf;
+}
+
+std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view ts) {
+  // Exactly the form rfc3339_now() writes.
+  if (ts.size() != 27 || ts[4] != '-' || ts[7] != '-' || ts[10] != 'T' || ts[13] != ':' ||
+      ts[16] != ':' || ts[19] != '.' || ts[26] != 'Z')
+    return std::nullopt;
+  auto num = [&](size_t pos, size_t len, long& v) {
+    v = 0;
+    for (size_t i = pos; i < pos + len; ++i) {
+      if (ts[i] < '0' || ts[i] > '9') return false;
+      v = v * 10 + (ts[i] - '0');
+    }
+    return true;
+  };
+  long y, mo, d, h, mi, s, us;
+  if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) ||
+      !num(17, 2, s) || !num(20, 6, us))
+    return std::nullopt;
+  tm t{};
+  t.tm_year = static_cast<int>(y - 1900);
+  t.tm_mon = static_cast<int>(mo - 1);
+  t.tm_mday = static_cast<int>(d);
+  t.tm_hour = static_cast<int>(h);
+  t.tm_min = static_cast<int>(mi);
+  t.tm_sec = static_cast<int>(s);
+  time_t secs = ::timegm(&t);
+  return std::chrono::system_clock::from_time_t(secs) + std::chrono::microseconds(us);
+}
+
+UniqueFd open_append(const std::filesystem::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) throw_errno("cannot open " + path.string() + " for appending",
+                       "check the audit log directory and its permissions");
+  return fd;
+}
+
+void ensure_private_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) return;
+  if (dir.has_parent_path()) {
+    std::filesystem::create_directories(dir.parent_path(), ec);
+    if (ec) throw Error("cannot create " + dir.parent_path().string() + ": " + ec.message(), "", ec.value());
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw_errno("cannot create audit directory " + dir.string());
+}
+
+void fsync_dir(const std::filesystem::path& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd || ::fsync(fd.get()) != 0) throw_errno("cannot sync directory " + dir.string());
+}
+
+}  // namespace sandboxrun::audit

@@ -1,0 +1,72 @@
+// Cost of a run's cgroup: create_cgroup (sweep + mkdirs + limits) and destruction, empty and
+// with one process added and killed. Prints medians; used by scripts/bench.sh.
+//   sandboxrun_cgroup_bench [ROUNDS]
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sandboxrun/cgroup.hpp"
+#include "sandboxrun/error.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median_us(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace sandboxrun;
+  int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 100;
+  Limits limits;
+  limits.memory_bytes = 256 << 20;
+  limits.pids = 64;
+  limits.cpus = 1;
+  CgroupSettings settings;
+  std::vector<double> create, destroy, with_process;
+  std::string backend;
+  try {
+    for (int i = 0; i < rounds; ++i) {
+      std::string id = "bench-" + std::to_string(::getpid()) + "-" + std::to_string(i);
+      auto t0 = Clock::now();
+      auto cg = create_cgroup(id, limits, settings);
+      auto t1 = Clock::now();
+      backend = cg->backend();
+      cg.reset();
+      auto t2 = Clock::now();
+      create.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      destroy.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+
+      // The launcher's sequence: create, place a waiting child, kill it, destroy.
+      auto t3 = Clock::now();
+      cg = create_cgroup(id + "-p", limits, settings);
+      pid_t child = ::fork();
+      if (child == 0) {
+        ::pause();
+        ::_exit(0);
+      }
+      cg->add_process(child);
+      cg->kill_all();
+      ::waitpid(child, nullptr, 0);
+      cg.reset();
+      with_process.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t3).count());
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "cgroup bench: %s\n", e.describe().c_str());
+    return 1;
+  }
+  std::printf("cgroup backend %s, %d rounds: create median %.0f us, destroy median %.0f us, "
+              "create+place+kill+destroy median %.0f us\n",
+              backend.c_str(), rounds, median_us(create), median_us(destroy), median_us(with_process));
+  return 0;
+}

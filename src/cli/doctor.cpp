@@ -1,0 +1,119 @@
+// `sandboxrun doctor`: what this host supports, what is missing, and the fix for each.
+#include <linux/landlock.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "cli.hpp"
+#include "sandboxrun/cgroup.hpp"
+#include "sandboxrun/config.hpp"
+#include "sandboxrun/error.hpp"
+#include "sandboxrun/launch.hpp"
+
+namespace sandboxrun::cli {
+
+namespace {
+
+struct Check {
+  std::string name;
+  bool ok;
+  bool required;
+  std::string detail;
+  std::string fix;
+};
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  return line;
+}
+
+Check check_userns() {
+  bool root = ::geteuid() == 0;
+  std::string max = read_first_line("/proc/sys/user/max_user_namespaces");
+  std::string unpriv = read_first_line("/proc/sys/kernel/unprivileged_userns_clone");
+  bool enabled = !max.empty() && max != "0" && unpriv != "0";
+  std::string detail = "max_user_namespaces=" + (max.empty() ? std::string("?") : max);
+  if (!unpriv.empty()) detail += ", unprivileged_userns_clone=" + unpriv;
+  return {"user namespaces", enabled || root, !root, detail + (root ? " (not needed as root)" : ""),
+          "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1, or run as root"};
+}
+
+Check check_seccomp() {
+  bool ok = ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+  std::string actions = read_first_line("/proc/sys/kernel/seccomp/actions_avail");
+  return {"seccomp filters", ok, true, actions.empty() ? "" : "actions: " + actions,
+          "a kernel built with CONFIG_SECCOMP_FILTER"};
+}
+
+Check check_landlock() {
+  long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  return {"Landlock", abi > 0, false, abi > 0 ? "ABI " + std::to_string(abi) : "not available",
+          "boot with lsm=...,landlock (optional: not used by the current launcher)"};
+}
+
+Check check_cgroups(const CgroupSettings& settings) {
+  CgroupSupport s = probe_cgroups(settings);
+  std::string ctl;
+  for (const auto& c : s.controllers) ctl += (ctl.empty() ? "" : ",") + c;
+  bool ok = s.can_limit_memory && s.can_limit_pids;
+  return {"cgroups", ok, true,
+          s.version + " controllers: " + (ctl.empty() ? "none" : ctl) + (s.detail.empty() ? "" : "; " + s.detail),
+          "run as root, or under a delegated cgroup (systemd Delegate=yes) and set cgroup.parent"};
+}
+
+Check check_image(const SandboxConfig& cfg) {
+  try {
+    validate_rootfs(cfg.image, "/usr/bin/python3");
+    return {"default image", true, true, cfg.image, ""};
+  } catch (const Error& e) {
+    return {"default image", false, true, e.what(), "run scripts/build-image.sh (as root)"};
+  }
+}
+
+}  // namespace
+
+int doctor_command(const std::vector<std::string>& argv) {
+  CLI::App app{"Report what this host supports", "sandboxrun doctor"};
+  std::optional<std::string> config;
+  app.add_option("--config", config, "sandbox.yaml, or the directory holding it");
+  try {
+    std::vector<std::string> rev(argv.rbegin(), argv.rend());
+    app.parse(rev);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : exit_code::usage;
+  }
+  std::vector<Check> checks;
+  checks.push_back(check_userns());
+  checks.push_back(check_seccomp());
+  checks.push_back(check_landlock());
+  SandboxConfig cfg;
+  std::filesystem::path file = find_config(config);
+  try {
+    cfg = load_sandbox_config(file);
+    checks.push_back({"config", true, true, file.string(), ""});
+    checks.push_back(check_cgroups(cfg.cgroup));
+    checks.push_back(check_image(cfg));
+  } catch (const Error& e) {
+    checks.push_back({"config", false, true, e.what(), e.hint()});
+  }
+  bool all_required = true;
+  for (const auto& c : checks) {
+    const char* mark = c.ok ? "ok     " : (c.required ? "MISSING" : "absent ");
+    std::cout << mark << "  " << c.name << ": " << c.detail << "\n";
+    if (!c.ok && !c.fix.empty()) std::cout << "         fix: " << c.fix << "\n";
+    if (!c.ok && c.required) all_required = false;
+  }
+  std::cout << (all_required ? "sandboxrun can run sandboxes on this host\n"
+                             : "sandboxrun cannot run sandboxes on this host until the above is fixed\n");
+  return all_required ? 0 : 1;
+}
+
+}  // namespace sandboxrun::cli

@@ -1,0 +1,80 @@
+// sandboxrun: run untrusted Python with Docker-grade isolation, without a daemon.
+#include <openssl/crypto.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <iostream>
+
+#include "cli.hpp"
+#include "sandboxrun/assess.hpp"
+#include "sandboxrun/audit.hpp"
+#include "sandboxrun/config.hpp"
+#include "sandboxrun/error.hpp"
+#include "sandboxrun/image.hpp"
+
+extern char** environ;
+
+namespace {
+
+void usage() {
+  std::cout <<
+      R"(usage: sandboxrun [run] [options] FILE.py [-- ARGS...]
+       sandboxrun assess [--json] FILE.py
+       sandboxrun audit verify|show|tail|repair [--log PATH]
+       sandboxrun image unpack|ls|rm ...
+       sandboxrun doctor
+
+Run `sandboxrun run --help` for the run options.
+)";
+}
+
+// The span of argv and environ strings, to be wiped inside the sandbox's pid 1.
+std::pair<char*, char*> arg_env_span(int argc, char** argv) {
+  char* begin = argv[0];
+  char* end = argv[argc - 1] + std::strlen(argv[argc - 1]) + 1;
+  for (char** e = environ; e && *e; ++e) {
+    if (*e < begin) continue;
+    char* tail = *e + std::strlen(*e) + 1;
+    if (*e == end) end = tail;  // environ strings follow argv contiguously
+  }
+  return {begin, end};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // We only use SHA-256 and HMAC from the default provider: skip reading openssl.cnf, which
+  // costs milliseconds on every run and lets the host's OpenSSL config change our hashing.
+  OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
+  auto logger = spdlog::stderr_color_st("sandboxrun");
+  logger->set_pattern("sandboxrun: %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::warn);
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    usage();
+    return args.empty() ? sandboxrun::exit_code::usage : 0;
+  }
+  try {
+    const std::string& cmd = args[0];
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (cmd == "doctor") return sandboxrun::cli::doctor_command(rest);
+    if (cmd == "assess") return sandboxrun::assess_command(rest);
+    if (cmd == "image") return sandboxrun::image::image_command(rest);
+    if (cmd == "audit") {
+      // audit.yaml beside the sandbox.yaml that `run` would use.
+      return sandboxrun::audit_command(rest, sandboxrun::find_config(std::nullopt).parent_path() / "audit.yaml");
+    }
+    auto [wb, we] = arg_env_span(argc, argv);
+    if (cmd == "run") return sandboxrun::cli::run_command(rest, wb, we);
+    return sandboxrun::cli::run_command(args, wb, we);
+  } catch (const sandboxrun::Error& e) {
+    spdlog::error("{}", e.describe());
+    return sandboxrun::exit_code::setup_failed;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return sandboxrun::exit_code::setup_failed;
+  }
+}

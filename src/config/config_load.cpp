@@ -1,0 +1,270 @@
+// Parsing and validation of sandbox.yaml. Every unknown key or bad value is an error that names
+// the file, the key, the line and what was expected.
+#include <sys/capability.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+#include "sandboxrun/config.hpp"
+#include "sandboxrun/error.hpp"
+#include "sandboxrun/fd.hpp"
+#include "sandboxrun/sha256.hpp"
+#include "sandboxrun/size.hpp"
+
+namespace sandboxrun {
+
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(std::filesystem::path file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& key, const std::string& expected) const {
+    std::string where = file_.string();
+    if (node.IsDefined() && node.Mark().line >= 0) where += ":" + std::to_string(node.Mark().line + 1);
+    std::string got;
+    if (node.IsScalar()) got = ", got '" + node.Scalar() + "'";
+    else if (node.IsMap()) got = ", got a mapping";
+    else if (node.IsSequence()) got = ", got a list";
+    else if (node.IsNull()) got = ", got nothing";
+    throw Error(where + ": key '" + key + "': expected " + expected + got,
+                "fix the value in " + file_.string());
+  }
+
+  std::string scalar(const YAML::Node& n, const std::string& key, const std::string& expected) const {
+    if (!n.IsScalar()) fail(n, key, expected);
+    return n.Scalar();
+  }
+
+  double number(const YAML::Node& n, const std::string& key, double lo, double hi) const {
+    std::string expected = "a number between " + fmt(lo) + " and " + fmt(hi);
+    std::string s = scalar(n, key, expected);
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) fail(n, key, expected);
+    return v;
+  }
+
+  uint64_t integer(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi) const {
+    std::string expected = "a whole number between " + std::to_string(lo) + " and " + std::to_string(hi);
+    std::string s = scalar(n, key, expected);
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19) fail(n, key, expected);
+    uint64_t v = std::stoull(s);
+    if (v < lo || v > hi) fail(n, key, expected);
+    return v;
+  }
+
+  uint64_t size(const YAML::Node& n, const std::string& key, uint64_t min) const {
+    std::string expected = "a size like 512m or 1g, at least " + format_size(min);
+    auto v = parse_size(scalar(n, key, expected));
+    if (!v || *v < min) fail(n, key, expected);
+    return *v;
+  }
+
+  bool boolean(const YAML::Node& n, const std::string& key) const {
+    std::string s = scalar(n, key, "true or false");
+    if (s == "true") return true;
+    if (s == "false") return false;
+    fail(n, key, "true or false");
+  }
+
+  std::vector<std::string> strings(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsSequence()) fail(n, key, "a list of strings");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < n.size(); ++i)
+      out.push_back(scalar(n[i], key + "[" + std::to_string(i) + "]", "a string"));
+    return out;
+  }
+
+  std::map<std::string, std::string> string_map(const YAML::Node& n, const std::string& key) const {
+    if (n.IsNull()) return {};
+    if (!n.IsMap()) fail(n, key, "a mapping of names to strings");
+    std::map<std::string, std::string> out;
+    for (const auto& kv : n) {
+      std::string k = scalar(kv.first, key, "a name");
+      out[k] = scalar(kv.second, key + "." + k, "a string");
+    }
+    return out;
+  }
+
+  std::filesystem::path resolve(const std::string& p) const {
+    std::filesystem::path path(p);
+    if (path.is_absolute()) return path.lexically_normal();
+    return (file_.parent_path() / path).lexically_normal();
+  }
+
+  const std::filesystem::path& file() const { return file_; }
+
+ private:
+  static std::string fmt(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+  }
+  std::filesystem::path file_;
+};
+
+bool known_capability(const std::string& name) {
+  if (name == "ALL") return true;
+  std::string lower = "cap_";
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  cap_value_t v;
+  return cap_from_name(lower.c_str(), &v) == 0;
+}
+
+// Reads one key of a level (or of the base); returns false if the key is not a level key.
+bool read_level_key(const Reader& r, const std::string& key, const std::string& path, const YAML::Node& v,
+                    LevelSettings& out) {
+  if (key == "cpu_count") out.cpu_count = r.number(v, path, 0.01, 1024);
+  else if (key == "mem_limit") out.mem_limit = r.size(v, path, 16ull << 20);
+  else if (key == "pids_limit") out.pids_limit = r.integer(v, path, 8, 1u << 22);
+  else if (key == "timeout") out.timeout = r.number(v, path, 0.1, 86400 * 7);
+  else if (key == "tmp_size") out.tmp_size = r.size(v, path, 1ull << 20);
+  else if (key == "output_limit") out.output_limit = r.size(v, path, 1024);
+  else if (key == "security_opt") {
+    for (const auto& opt : r.strings(v, path)) {
+      if (opt == "no-new-privileges" || opt == "no-new-privileges:true") continue;
+      if (opt.rfind("seccomp=", 0) == 0) {
+        std::string p = opt.substr(8);
+        if (p == "unconfined" || p.empty())
+          r.fail(v, path, "seccomp=PATH to a Docker-format profile (seccomp=unconfined is refused)");
+        out.seccomp_profile = r.resolve(p);
+        continue;
+      }
+      r.fail(v, path, "entries 'no-new-privileges' or 'seccomp=PATH' ('" + opt + "' is not supported)");
+    }
+  } else if (key == "cap_drop") {
+    auto caps = r.strings(v, path);
+    for (const auto& c : caps)
+      if (!known_capability(c)) r.fail(v, path, "capability names such as ALL or NET_RAW ('" + c + "' is unknown)");
+    out.cap_drop = caps;
+  } else if (key == "read_only") {
+    if (!r.boolean(v, path))
+      r.fail(v, path, "true: the image is shared between runs and always mounted read-only; write to /tmp");
+  } else if (key == "user") {
+    std::string s = r.scalar(v, path, "\"UID:GID\" with numeric ids, e.g. \"1000:1000\"");
+    auto colon = s.find(':');
+    std::string u = s.substr(0, colon), g = colon == std::string::npos ? u : s.substr(colon + 1);
+    auto numeric = [](const std::string& x) {
+      return !x.empty() && x.size() < 10 && x.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (!numeric(u) || !numeric(g)) r.fail(v, path, "\"UID:GID\" with numeric ids, e.g. \"1000:1000\"");
+    uint32_t uid = static_cast<uint32_t>(std::stoul(u)), gid = static_cast<uint32_t>(std::stoul(g));
+    if (uid == 0 || gid == 0) r.fail(v, path, "a non-root UID:GID (the sandbox never runs as root)");
+    if (uid > 65533 || gid > 65533) r.fail(v, path, "ids below 65534");
+    out.uid = uid;
+    out.gid = gid;
+  } else if (key == "network_mode") {
+    std::string s = r.scalar(v, path, "none or allowlist");
+    if (s == "none") out.network_mode = NetworkMode::none;
+    else if (s == "allowlist") out.network_mode = NetworkMode::allowlist;
+    else r.fail(v, path, "none or allowlist (host and bridge networking are not offered)");
+  } else if (key == "network_allowlist") out.network_allowlist = r.strings(v, path);
+  else if (key == "extra_hosts") out.extra_hosts = r.string_map(v, path);
+  else if (key == "allow_networks") out.allow_networks = r.strings(v, path);
+  else if (key == "environment") out.environment = r.string_map(v, path);
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::filesystem::path& file) {
+  Reader r(file);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg,
+                "fix the syntax of " + file.string());
+  }
+  if (!root.IsMap()) r.fail(root, "(top level)", "a mapping of settings");
+
+  SandboxConfig cfg;
+  cfg.file = file;
+  cfg.dir = file.parent_path();
+  cfg.digest = sha256_hex(yaml_text);
+  cfg.image = (cfg.dir / "../rootfs/default").lexically_normal().string();
+
+  for (const auto& kv : root) {
+    std::string key = r.scalar(kv.first, "(top level)", "a key");
+    const YAML::Node& v = kv.second;
+    if (read_level_key(r, key, key, v, cfg.base)) continue;
+    if (key == "default_trust") {
+      auto t = parse_trust(r.scalar(v, key, "untrusted, unknown or trusted"));
+      if (!t) r.fail(v, key, "untrusted, unknown or trusted");
+      cfg.default_trust = *t;
+    } else if (key == "image") {
+      std::string s = r.scalar(v, key, "a rootfs directory or an OCI layout path[:tag]");
+      cfg.image = s.empty() ? s : r.resolve(s).string();
+    } else if (key == "host_memory_share") {
+      cfg.host_memory_share = r.number(v, key, 0.01, 1.0);
+    } else if (key == "cgroup") {
+      if (!v.IsMap()) r.fail(v, key, "a mapping with parent and allow_degraded");
+      for (const auto& c : v) {
+        std::string ck = r.scalar(c.first, key, "a key");
+        if (ck == "parent") cfg.cgroup.parent = r.scalar(c.second, "cgroup.parent", "a cgroup path");
+        else if (ck == "allow_degraded") cfg.cgroup.allow_degraded = r.boolean(c.second, "cgroup.allow_degraded");
+        else r.fail(c.first, "cgroup." + ck, "one of: parent, allow_degraded (unknown key)");
+      }
+    } else if (key == "monitoring") {
+      if (!v.IsMap()) r.fail(v, key, "a mapping with enabled and interval");
+      for (const auto& m : v) {
+        std::string mk = r.scalar(m.first, key, "a key");
+        if (mk == "enabled") cfg.monitoring = r.boolean(m.second, "monitoring.enabled");
+        else if (mk == "interval")
+          cfg.monitor_interval_ms = static_cast<uint32_t>(r.integer(m.second, "monitoring.interval", 10, 60000));
+        else r.fail(m.first, "monitoring." + mk, "one of: enabled, interval (unknown key)");
+      }
+    } else if (key == "trust_levels") {
+      if (!v.IsMap()) r.fail(v, key, "a mapping of untrusted/unknown/trusted to settings");
+      for (const auto& lv : v) {
+        std::string name = r.scalar(lv.first, key, "a trust level");
+        auto t = parse_trust(name);
+        if (!t) r.fail(lv.first, key + "." + name, "untrusted, unknown or trusted (unknown trust level)");
+        if (lv.second.IsNull()) continue;
+        if (!lv.second.IsMap()) r.fail(lv.second, key + "." + name, "a mapping of settings");
+        LevelSettings& ls = cfg.levels[*t];
+        for (const auto& s : lv.second) {
+          std::string sk = r.scalar(s.first, key + "." + name, "a key");
+          std::string path = key + "." + name + "." + sk;
+          if (!read_level_key(r, sk, path, s.second, ls))
+            r.fail(s.first, path, "a per-level setting (cpu_count, mem_limit, pids_limit, timeout, tmp_size, "
+                                  "output_limit, security_opt, cap_drop, read_only, user, network_mode, "
+                                  "network_allowlist, extra_hosts, allow_networks, environment) — unknown key");
+        }
+      }
+    } else {
+      r.fail(kv.first, key, "a known setting (see config/sandbox.yaml for the schema) — unknown key");
+    }
+  }
+  return cfg;
+}
+
+SandboxConfig load_sandbox_config(const std::filesystem::path& file) {
+  std::string text;
+  try {
+    text = read_file(file.string());
+  } catch (const Error& e) {
+    throw Error(e.what(), "pass --config PATH or set SANDBOXRUN_CONFIG", e.sys_errno());
+  }
+  return parse_sandbox_config(text, std::filesystem::absolute(file));
+}
+
+std::filesystem::path find_config(const std::optional<std::string>& cli_path) {
+  auto pick = [](std::filesystem::path p) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) p /= "sandbox.yaml";
+    return p;
+  };
+  if (cli_path) return pick(*cli_path);
+  if (const char* env = std::getenv("SANDBOXRUN_CONFIG"); env && *env) return pick(env);
+  std::error_code ec;
+  if (std::filesystem::exists("/etc/sandboxrun/sandbox.yaml", ec)) return "/etc/sandboxrun/sandbox.yaml";
+  return std::filesystem::path(SANDBOXRUN_DEFAULT_CONFIG_DIR) / "sandbox.yaml";
+}
+
+}  // namespace sandboxrun

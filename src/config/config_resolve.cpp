@@ -1,0 +1,126 @@
+// Resolution of the config for one trust level into a SandboxSpec: base values, the level's
+// overrides, CLI requests (which may only tighten), then clamps to what the host has.
+#include <sched.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "sandboxrun/config.hpp"
+#include "sandboxrun/size.hpp"
+
+namespace sandboxrun {
+
+namespace {
+
+template <typename T>
+T pick(const std::optional<T>& level, const std::optional<T>& base, T fallback) {
+  if (level) return *level;
+  if (base) return *base;
+  return fallback;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+HostResources probe_host_resources() {
+  HostResources h;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) h.cpus_available = CPU_COUNT(&set);
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    unsigned long long kb = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kb) == 1) {
+      h.memory_available = kb * 1024;
+      break;
+    }
+  }
+  return h;
+}
+
+SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrides& ov,
+                         const HostResources& host) {
+  static const LevelSettings empty;
+  auto it = cfg.levels.find(trust);
+  const LevelSettings& lv = it == cfg.levels.end() ? empty : it->second;
+  const LevelSettings& b = cfg.base;
+  SandboxSpec s;
+  s.trust = trust;
+  Limits defaults;
+  s.limits.cpus = pick(lv.cpu_count, b.cpu_count, defaults.cpus);
+  s.limits.memory_bytes = pick(lv.mem_limit, b.mem_limit, defaults.memory_bytes);
+  s.limits.pids = pick(lv.pids_limit, b.pids_limit, defaults.pids);
+  s.limits.timeout_s = pick(lv.timeout, b.timeout, defaults.timeout_s);
+  s.limits.tmp_bytes = pick(lv.tmp_size, b.tmp_size, defaults.tmp_bytes);
+  s.limits.output_bytes = pick(lv.output_limit, b.output_limit, defaults.output_bytes);
+  s.seccomp_profile = pick(lv.seccomp_profile, b.seccomp_profile,
+                           (cfg.dir / "../policies/default.json").lexically_normal());
+  s.cap_drop = pick(lv.cap_drop, b.cap_drop, std::vector<std::string>{"ALL"});
+  s.uid = pick(lv.uid, b.uid, 1000u);
+  s.gid = pick(lv.gid, b.gid, 1000u);
+  s.network.mode = pick(lv.network_mode, b.network_mode, NetworkMode::none);
+  s.network.allowlist = pick(lv.network_allowlist, b.network_allowlist, {});
+  s.network.extra_hosts = pick(lv.extra_hosts, b.extra_hosts, {});
+  s.network.allow_networks = pick(lv.allow_networks, b.allow_networks, {});
+  s.cgroup = cfg.cgroup;
+  s.monitoring = cfg.monitoring;
+  s.monitor_interval = std::chrono::milliseconds(cfg.monitor_interval_ms);
+
+  // The payload's environment: fixed basics plus what the config names. Nothing of the caller's.
+  s.env = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+           {"HOME", "/tmp"},
+           {"LANG", "C.UTF-8"},
+           {"TMPDIR", "/tmp"},
+           {"PYTHONDONTWRITEBYTECODE", "1"},
+           {"PYTHONUNBUFFERED", "1"}};
+  for (const auto& [k, v] : pick(lv.environment, b.environment, {})) s.env[k] = v;
+
+  auto adjust = [&](const std::string& name, const std::string& from, const std::string& to,
+                    const std::string& why) { s.adjustments.push_back({name, from, to, why}); };
+
+  if (ov.timeout_s) {
+    if (*ov.timeout_s < s.limits.timeout_s) s.limits.timeout_s = *ov.timeout_s;
+    else if (*ov.timeout_s > s.limits.timeout_s)
+      adjust("timeout", num(*ov.timeout_s), num(s.limits.timeout_s), "--timeout may only tighten the trust level's limit");
+  }
+  if (ov.memory_bytes) {
+    if (*ov.memory_bytes < s.limits.memory_bytes) s.limits.memory_bytes = *ov.memory_bytes;
+    else if (*ov.memory_bytes > s.limits.memory_bytes)
+      adjust("mem_limit", format_size(*ov.memory_bytes), format_size(s.limits.memory_bytes),
+             "--memory may only tighten the trust level's limit");
+  }
+  if (ov.cpus) {
+    if (*ov.cpus < s.limits.cpus) s.limits.cpus = *ov.cpus;
+    else if (*ov.cpus > s.limits.cpus)
+      adjust("cpu_count", num(*ov.cpus), num(s.limits.cpus), "--cpus may only tighten the trust level's limit");
+  }
+  if (ov.pids) {
+    if (*ov.pids < s.limits.pids) s.limits.pids = *ov.pids;
+    else if (*ov.pids > s.limits.pids)
+      adjust("pids_limit", std::to_string(*ov.pids), std::to_string(s.limits.pids),
+             "--pids may only tighten the trust level's limit");
+  }
+
+  if (host.cpus_available > 0 && s.limits.cpus > host.cpus_available) {
+    adjust("cpu_count", num(s.limits.cpus), num(host.cpus_available), "clamped to the CPUs this process may use");
+    s.limits.cpus = host.cpus_available;
+  }
+  if (host.memory_available > 0) {
+    auto cap = static_cast<uint64_t>(static_cast<double>(host.memory_available) * cfg.host_memory_share);
+    if (s.limits.memory_bytes > cap) {
+      adjust("mem_limit", format_size(s.limits.memory_bytes), format_size(cap),
+             "clamped to host_memory_share (" + num(cfg.host_memory_share) + ") of available memory");
+      s.limits.memory_bytes = cap;
+    }
+  }
+  return s;
+}
+
+}  // namespace sandboxrun

@@ -1,0 +1,14 @@
+// Internal: unpack an already resolved image (the cache resolves first to find its key).
+#pragma once
+
+#include <filesystem>
+
+#include "sandboxrun/image.hpp"
+#include "sandboxrun/image_oci.hpp"
+
+namespace sandboxrun::image {
+
+UnpackResult unpack_resolved(const Layout& layout, const ResolvedImage& image,
+                             const std::filesystem::path& dest, const UnpackOptions& options);
+
+}  // namespace sandboxrun::image

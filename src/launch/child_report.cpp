@@ -1,0 +1,18 @@
+#include <unistd.h>
+
+#include <cstring>
+
+#include "child_plan.hpp"
+#include "sandboxrun/fd.hpp"
+
+namespace sandboxrun::launch {
+
+void report_error(const ChildPlan& plan, const char* stage, int err, const char* detail) noexcept {
+  ChildError e{};
+  std::strncpy(e.stage, stage, sizeof e.stage - 1);
+  e.err = err;
+  if (detail) std::strncpy(e.detail, detail, sizeof e.detail - 1);
+  write_all(plan.error_write, &e, sizeof e);
+}
+
+}  // namespace sandboxrun::launch

@@ -1,0 +1,220 @@
+// Parent side of one run: prepare the plan, create the cgroup, clone, map ids, release the
+// child, monitor. RAII owns every fd, the cgroup and the child (killed if we unwind).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "child_plan.hpp"
+#include "monitor.hpp"
+#include "namespaces.hpp"
+#include "sandboxrun/error.hpp"
+#include "sandboxrun/launch.hpp"
+
+namespace sandboxrun {
+
+const char* to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::exited: return "exited";
+    case RunStatus::signaled: return "signaled";
+    case RunStatus::timeout: return "timeout";
+    case RunStatus::oom: return "oom";
+    case RunStatus::error: return "error";
+  }
+  return "error";
+}
+
+namespace {
+
+using launch::ChildPlan;
+
+// Kills and reaps the sandbox's pid 1 if the launcher unwinds before the monitor did.
+class ChildGuard {
+ public:
+  explicit ChildGuard(pid_t pid) : pid_(pid) {}
+  ~ChildGuard() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
+    }
+  }
+  void release() { pid_ = -1; }
+  ChildGuard(const ChildGuard&) = delete;
+  ChildGuard& operator=(const ChildGuard&) = delete;
+
+ private:
+  pid_t pid_;
+};
+
+struct CapsGuard {
+  cap_t caps = cap_init();
+  ~CapsGuard() { cap_free(caps); }
+};
+
+std::string sanitize_name(const std::string& name) {
+  std::string out;
+  for (char c : name)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
+  if (out.empty() || out[0] == '.') out = "main.py";
+  return out.substr(0, 128);
+}
+
+unsigned long root_flags(const std::string& rootfs) {
+  unsigned long flags = MS_RDONLY | MS_NOSUID | MS_NODEV;
+  // Keep the atime flags of the underlying mount: in a user namespace they are locked.
+  struct statvfs sv {};
+  if (::statvfs(rootfs.c_str(), &sv) == 0) {
+    if (sv.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+    if (sv.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+    if (sv.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+    if (sv.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+  }
+  return flags;
+}
+
+void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
+  const auto& spec = req.spec;
+  p.rootfs = std::filesystem::canonical(spec.rootfs).string();
+  p.proc_dir = p.rootfs + "/proc";
+  p.dev_dir = p.rootfs + "/dev";
+  p.tmp_dir = p.rootfs + "/tmp";
+  p.run_dir = p.rootfs + "/run";
+  p.sandbox_dir = p.run_dir + "/sandbox";
+  std::string name = sanitize_name(req.script_name);
+  p.script_path = p.sandbox_dir + "/" + name;
+  p.script = &req.script;
+  for (const char* node : {"null", "zero", "full", "random", "urandom"}) {
+    p.dev_node_host.push_back(std::string("/dev/") + node);
+    p.dev_node_target.push_back(p.dev_dir + "/" + node);
+  }
+  p.dev_pts = p.dev_dir + "/pts";
+  p.dev_shm = p.dev_dir + "/shm";
+  p.dev_tmpfs_opts = "size=64k,nr_inodes=64,mode=0755";
+  p.tmp_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
+  p.shm_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
+  p.run_opts = "size=" + std::to_string(req.script.size() + (1 << 20)) + ",mode=0755";
+  p.proc_readonly = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
+  p.proc_masked_files = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
+                         "/proc/latency_stats"};
+  p.proc_masked_dirs = {"/proc/acpi", "/proc/scsi", "/proc/asound", "/proc/firmware"};
+  p.workdir = spec.workdir;
+  p.hostname = spec.hostname;
+  p.uid = spec.uid;
+  p.gid = spec.gid;
+  p.user_namespace = user_namespace;
+  p.proxy_socket = spec.network.mode == NetworkMode::allowlist;
+  p.root_remount_flags = root_flags(p.rootfs);
+  p.seccomp = req.seccomp.fprog();
+
+  p.argv_storage = {spec.python, "-B", "/run/sandbox/" + name};
+  for (const auto& a : req.args) p.argv_storage.push_back(a);
+  for (auto& s : p.argv_storage) p.argv.push_back(s.data());
+  p.argv.push_back(nullptr);
+  for (const auto& [k, v] : spec.env) p.envp_storage.push_back(k + "=" + v);
+  for (auto& s : p.envp_storage) p.envp.push_back(s.data());
+  p.envp.push_back(nullptr);
+  p.wipe_begin = req.wipe_begin;
+  p.wipe_end = req.wipe_end;
+}
+
+}  // namespace
+
+void validate_rootfs(const std::string& rootfs, const std::string& python) {
+  struct stat st {};
+  if (rootfs.empty() || ::stat(rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error("image rootfs " + (rootfs.empty() ? std::string("(none configured)") : rootfs) +
+                    " is not a directory",
+                "build the default image with scripts/build-image.sh, or set `image:` in sandbox.yaml", errno);
+  // Mount points must be real directories: a symlink here would redirect our mounts.
+  for (const char* dir : {"proc", "dev", "tmp", "run"}) {
+    std::string p = rootfs + "/" + dir;
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw Error("image rootfs " + rootfs + " has no directory /" + dir + " (or it is a symlink)",
+                  "the image needs /proc, /dev, /tmp and /run directories as mount points");
+  }
+  std::string py = rootfs + python;
+  if (::access(py.c_str(), X_OK) != 0 && ::faccessat(AT_FDCWD, py.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0)
+    throw Error("image rootfs " + rootfs + " has no interpreter " + python,
+                "use an image with python3 installed", errno);
+}
+
+RunOutcome run_sandbox(const LaunchRequest& req) {
+  RunOutcome out;
+  const auto& spec = req.spec;
+  validate_rootfs(spec.rootfs.string(), spec.python);
+  const bool user_namespace = ::geteuid() != 0;
+
+  std::string degraded_reason;
+  std::unique_ptr<Cgroup> cgroup = create_cgroup(req.run_id, spec.limits, spec.cgroup, &degraded_reason);
+  out.cgroup_backend = cgroup ? cgroup->backend() : "none (degraded)";
+  if (cgroup) out.degradations = cgroup->degradations();
+  else out.degradations.push_back("no cgroup: memory, pids and cpu limits are not enforced (" + degraded_reason + ")");
+
+  ChildPlan plan;
+  build_plan(req, plan, user_namespace);
+  CapsGuard caps;
+  if (!caps.caps) throw_errno("cap_init");
+  plan.empty_caps = caps.caps;
+
+  Pipe sync = make_pipe();
+  Pipe error = make_pipe();
+  Pipe status = make_pipe();
+  Pipe out_pipe = make_pipe();
+  Pipe err_pipe = make_pipe();
+  UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!devnull) throw_errno("open /dev/null");
+  int sv[2] = {-1, -1};
+  if (plan.proxy_socket && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    throw_errno("socketpair for the proxy socket");
+  UniqueFd control_read(sv[0]), control_write(sv[1]);
+
+  plan.sync_read = sync.read.get();
+  plan.error_write = error.write.get();
+  plan.status_write = status.write.get();
+  plan.control_write = control_write.get();
+  plan.stdin_fd = devnull.get();
+  plan.stdout_write = out_pipe.write.get();
+  plan.stderr_write = err_pipe.write.get();
+
+  const uid_t outside_uid = ::geteuid();
+  const gid_t outside_gid = ::getegid();
+  auto started = std::chrono::steady_clock::now();
+  launch::CloneResult child =
+      launch::clone_sandbox(launch::namespace_flags(user_namespace), cgroup ? cgroup->clone_into_fd() : -1);
+  if (child.pid == 0) launch::child_main(plan);  // never returns
+  ChildGuard guard(child.pid);
+
+  // Close the child's ends in the parent so EOF means "every writer is gone".
+  sync.read.reset();
+  error.write.reset();
+  status.write.reset();
+  out_pipe.write.reset();
+  err_pipe.write.reset();
+  control_write.reset();
+
+  if (user_namespace) launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
+  if (cgroup && !child.clone_into_cgroup) cgroup->add_process(child.pid);
+  char go = 'G';
+  // The write end stays open while we live: pid 1 checks it to know the launcher is alive.
+  if (!write_all(sync.write.get(), &go, 1)) throw_errno("release the sandbox");
+
+  launch::MonitorFds fds;
+  fds.pidfd = std::move(child.pidfd);
+  fds.stdout_read = std::move(out_pipe.read);
+  fds.stderr_read = std::move(err_pipe.read);
+  fds.status_read = std::move(status.read);
+  fds.error_read = std::move(error.read);
+  fds.control_read = std::move(control_read);
+  // Once the monitor has reaped pid 1 the guard must not touch that pid again (it may be reused).
+  if (launch::monitor_sandbox(req, child.pid, fds, cgroup.get(), out, started)) guard.release();
+  return out;
+}
+
+}  // namespace sandboxrun

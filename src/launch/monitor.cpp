@@ -1,0 +1,264 @@
+// Parent side: one poll loop over the sandbox's pipes, a sampling timer, the timeout and our own
+// termination signals. Output is bounded in memory whatever the payload writes.
+#include "monitor.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace sandboxrun::launch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+struct Stream {
+  int fd;
+  int sink;          // streaming: where to copy; capture: -1
+  std::string* buf;  // capture buffer
+  bool* truncated;
+  uint64_t limit;
+  bool open = true;
+};
+
+// Returns false at EOF or error.
+bool pump(Stream& s) {
+  char chunk[65536];
+  ssize_t n = ::read(s.fd, chunk, sizeof chunk);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  if (n <= 0) return false;
+  auto len = static_cast<size_t>(n);
+  if (s.sink >= 0) {
+    write_all(s.sink, chunk, len);  // a closed caller stdout must not stop the drain
+  } else {
+    size_t room = s.buf->size() < s.limit ? static_cast<size_t>(s.limit - s.buf->size()) : 0;
+    if (len > room) *s.truncated = true;
+    s.buf->append(chunk, std::min(len, room));
+  }
+  return true;
+}
+
+UniqueFd receive_fd(int sock) {
+  char byte;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  if (::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) <= 0) return UniqueFd();
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (!c || c->cmsg_type != SCM_RIGHTS) return UniqueFd();
+  int fd;
+  std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  return UniqueFd(fd);
+}
+
+void merge_usage(CgroupUsage& acc, const CgroupUsage& now) {
+  acc.memory_current = now.memory_current;
+  acc.memory_peak = std::max({acc.memory_peak, now.memory_peak, now.memory_current});
+  acc.cpu_usec = std::max(acc.cpu_usec, now.cpu_usec);
+  acc.pids_current = now.pids_current;
+  acc.pids_peak = std::max({acc.pids_peak, now.pids_peak, now.pids_current});
+  acc.oom_kills = std::max(acc.oom_kills, now.oom_kills);
+  acc.pids_max_hits = std::max(acc.pids_max_hits, now.pids_max_hits);
+}
+
+class SignalGuard {
+ public:
+  SignalGuard() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
+    ::sigprocmask(SIG_BLOCK, &set_, &old_);
+    fd_.reset(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
+  }
+  ~SignalGuard() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+  int fd() const { return fd_.get(); }
+
+ private:
+  sigset_t set_, old_;
+  UniqueFd fd_;
+};
+
+}  // namespace
+
+bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgroup* cgroup, RunOutcome& out,
+                     Clock::time_point started) {
+  SignalGuard signals;
+  const auto& lim = req.spec.limits;
+  Stream streams[2] = {
+      {fds.stdout_read.get(), req.capture ? -1 : req.stdout_fd, &out.stdout_data, &out.stdout_truncated,
+       lim.output_bytes},
+      {fds.stderr_read.get(), req.capture ? -1 : req.stderr_fd, &out.stderr_data, &out.stderr_truncated,
+       lim.output_bytes},
+  };
+  const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(lim.timeout_s));
+  const auto interval = req.spec.monitor_interval;
+  auto next_sample = Clock::now() + interval;
+
+  bool pid1_exited = false, status_known = false, timed_out = false;
+  int killed_by_signal = 0;
+  int wait_status = 0;
+  std::string setup_error;
+  Clock::time_point exit_seen{};
+
+  auto kill_sandbox = [&] {
+    ::kill(pid1, SIGKILL);  // pid 1 of a pid namespace: the kernel kills every process in it
+    if (cgroup) cgroup->kill_all();
+  };
+  auto sample = [&] {
+    if (!cgroup) return;
+    merge_usage(out.usage, cgroup->sample());
+    if (req.on_sample) req.on_sample(out.usage, std::chrono::duration_cast<milliseconds>(Clock::now() - started));
+  };
+
+  for (;;) {
+    bool streams_open = streams[0].open || streams[1].open;
+    if (pid1_exited && !streams_open) break;
+    // After pid 1 is gone, every writer is dead; give the pipes a moment to drain.
+    if (pid1_exited && Clock::now() - exit_seen > milliseconds(2000)) break;
+
+    pollfd pfd[7];
+    int n = 0;
+    int idx_out = -1, idx_err = -1, idx_pid = -1, idx_status = -1, idx_error = -1, idx_ctl = -1, idx_sig = -1;
+    if (streams[0].open) { idx_out = n; pfd[n++] = {streams[0].fd, POLLIN, 0}; }
+    if (streams[1].open) { idx_err = n; pfd[n++] = {streams[1].fd, POLLIN, 0}; }
+    if (!pid1_exited && fds.pidfd) { idx_pid = n; pfd[n++] = {fds.pidfd.get(), POLLIN, 0}; }
+    if (fds.status_read) { idx_status = n; pfd[n++] = {fds.status_read.get(), POLLIN, 0}; }
+    if (fds.error_read) { idx_error = n; pfd[n++] = {fds.error_read.get(), POLLIN, 0}; }
+    if (fds.control_read) { idx_ctl = n; pfd[n++] = {fds.control_read.get(), POLLIN, 0}; }
+    idx_sig = n;
+    pfd[n++] = {signals.fd(), POLLIN, 0};
+
+    auto now = Clock::now();
+    auto wake = std::min(deadline, next_sample);
+    if (pid1_exited) wake = std::min(wake, exit_seen + milliseconds(2000));
+    int timeout_ms = static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<milliseconds>(wake - now).count() + 1));
+    if (!fds.pidfd && !pid1_exited) timeout_ms = std::min(timeout_ms, 50);  // old kernels: poll waitpid
+    int r = ::poll(pfd, static_cast<nfds_t>(n), timeout_ms);
+    if (r < 0 && errno != EINTR) break;
+
+    auto ready = [&](int i) { return i >= 0 && r > 0 && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)); };
+    if (ready(idx_out) && !pump(streams[0])) streams[0].open = false;
+    if (ready(idx_err) && !pump(streams[1])) streams[1].open = false;
+    if (ready(idx_status)) {
+      int st;
+      ssize_t got = ::read(fds.status_read.get(), &st, sizeof st);
+      if (got == sizeof st) {
+        wait_status = st;
+        status_known = true;
+      }
+      fds.status_read.reset();
+    }
+    if (ready(idx_error)) {
+      ChildError e{};
+      ssize_t got = ::read(fds.error_read.get(), &e, sizeof e);
+      if (got == sizeof e) {
+        e.stage[sizeof e.stage - 1] = 0;
+        e.detail[sizeof e.detail - 1] = 0;
+        setup_error = std::string("sandbox setup failed at '") + e.stage + "' (" + e.detail +
+                      "): " + std::strerror(e.err);
+        kill_sandbox();
+      }
+      fds.error_read.reset();  // EOF: the payload's execve succeeded
+    }
+    if (ready(idx_ctl)) {
+      UniqueFd listen_fd = receive_fd(fds.control_read.get());
+      if (listen_fd && req.on_proxy_socket) req.on_proxy_socket(std::move(listen_fd));
+      fds.control_read.reset();
+    }
+    if (ready(idx_sig)) {
+      signalfd_siginfo si;
+      if (::read(signals.fd(), &si, sizeof si) == sizeof si) {
+        killed_by_signal = static_cast<int>(si.ssi_signo);
+        setup_error = "interrupted by signal " + std::to_string(si.ssi_signo) + "; the sandbox was killed";
+        kill_sandbox();
+      }
+    }
+    if (!pid1_exited) {
+      bool gone = false;
+      if (ready(idx_pid) || !fds.pidfd) {
+        siginfo_t info{};
+        if (::waitid(P_PID, static_cast<id_t>(pid1), &info, WEXITED | WNOHANG) == 0 && info.si_pid == pid1)
+          gone = true;
+      }
+      if (gone) {
+        pid1_exited = true;
+        exit_seen = Clock::now();
+        sample();
+        if (cgroup) cgroup->kill_all();  // stragglers that escaped the pid namespace cannot exist; belt and braces
+      }
+    }
+    now = Clock::now();
+    if (!pid1_exited && now >= deadline) {
+      timed_out = true;
+      sample();
+      kill_sandbox();
+    }
+    if (now >= next_sample) {
+      if (!pid1_exited) sample();
+      next_sample = now + interval;
+    }
+    if (timed_out && !pid1_exited) {
+      // Wait for pid 1 to be reaped (SIGKILL is immediate, even for stopped processes).
+      siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(pid1), &info, WEXITED) == 0) {
+        pid1_exited = true;
+        exit_seen = Clock::now();
+      }
+    }
+  }
+  // Read anything still buffered in the status pipe (pid 1 may have written just before exit).
+  if (fds.status_read && !status_known) {
+    int st;
+    if (::read(fds.status_read.get(), &st, sizeof st) == sizeof st) {
+      wait_status = st;
+      status_known = true;
+    }
+  }
+  if (cgroup) merge_usage(out.usage, cgroup->sample());
+  out.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
+
+  if (!setup_error.empty() && !status_known) {
+    out.status = RunStatus::error;
+    out.exit_code = killed_by_signal ? 128 + killed_by_signal : RunOutcome::exit_code_setup_failed;
+    out.error = setup_error;
+  } else if (timed_out) {
+    out.status = RunStatus::timeout;
+    out.exit_code = 124;
+  } else if (status_known && WIFEXITED(wait_status)) {
+    out.status = RunStatus::exited;
+    out.exit_code = WEXITSTATUS(wait_status);
+  } else if (status_known && WIFSIGNALED(wait_status)) {
+    out.signal = WTERMSIG(wait_status);
+    out.exit_code = 128 + out.signal;
+    // OOM is read from the cgroup's memory events, never guessed from SIGKILL.
+    out.status = out.usage.oom_kills > 0 && out.signal == SIGKILL ? RunStatus::oom : RunStatus::signaled;
+  } else if (out.usage.oom_kills > 0) {
+    out.status = RunStatus::oom;  // pid 1 itself was chosen by the OOM killer
+    out.exit_code = 128 + SIGKILL;
+    out.signal = SIGKILL;
+  } else {
+    out.status = RunStatus::error;
+    out.exit_code = RunOutcome::exit_code_setup_failed;
+    out.error = "the sandbox ended without reporting the program's status";
+  }
+  return pid1_exited;
+}
+
+}  // namespace sandboxrun::launch

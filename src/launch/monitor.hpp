@@ -1,0 +1,30 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+
+#include "child_plan.hpp"
+#include "sandboxrun/cgroup.hpp"
+#include "sandboxrun/fd.hpp"
+#include "sandboxrun/launch.hpp"
+
+namespace sandboxrun::launch {
+
+// The launcher's ends of everything the sandbox talks through.
+struct MonitorFds {
+  UniqueFd pidfd;         // pid 1 of the sandbox
+  UniqueFd stdout_read, stderr_read;
+  UniqueFd status_read;   // payload wait status from pid 1
+  UniqueFd error_read;    // ChildError from setup
+  UniqueFd control_read;  // proxy listening socket (allowlist mode)
+};
+
+// Runs until the sandbox ends: streams or captures output, samples the cgroup, enforces the
+// timeout, forwards SIGINT/SIGTERM/SIGHUP as a kill of the whole sandbox. Fills `out`.
+// Returns true once pid 1 has been reaped.
+bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgroup* cgroup, RunOutcome& out,
+                     std::chrono::steady_clock::time_point started);
+
+}  // namespace sandboxrun::launch

@@ -1,0 +1,59 @@
+// Child side: from (namespace) root to an unprivileged user with nothing left to regain.
+// Order matters: the bounding set needs CAP_SETPCAP, so it goes before the uid change; the
+// remaining sets are cleared after it; no_new_privs makes setuid binaries and file caps inert.
+#include <grp.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "child_plan.hpp"
+
+namespace sandboxrun::launch {
+
+bool drop_privileges(const ChildPlan& plan) {
+  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
+    if (cap_drop_bound(static_cast<cap_value_t>(cap)) != 0 && errno != EINVAL) {
+      report_error(plan, "drop bounding capability", errno, "PR_CAPBSET_DROP");
+      return false;
+    }
+  }
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+    report_error(plan, "clear ambient capabilities", errno, "PR_CAP_AMBIENT");
+    return false;
+  }
+  // In a user namespace set up by an unprivileged caller, setgroups is denied (and there are no
+  // supplementary groups to drop); as root, clear them.
+  if (!plan.user_namespace) {
+    if (::setgroups(0, nullptr) != 0) {
+      report_error(plan, "setgroups", errno, "supplementary groups");
+      return false;
+    }
+  }
+  if (::setresgid(plan.gid, plan.gid, plan.gid) != 0) {
+    report_error(plan, "setresgid", errno, "sandbox gid");
+    return false;
+  }
+  if (::setresuid(plan.uid, plan.uid, plan.uid) != 0) {
+    report_error(plan, "setresuid", errno, "sandbox uid");
+    return false;
+  }
+  if (cap_set_proc(plan.empty_caps) != 0) {
+    report_error(plan, "clear capabilities", errno, "capset");
+    return false;
+  }
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    report_error(plan, "no_new_privs", errno, "PR_SET_NO_NEW_PRIVS");
+    return false;
+  }
+  rlimit no_core{0, 0};
+  if (::setrlimit(RLIMIT_CORE, &no_core) != 0) {
+    report_error(plan, "disable core dumps", errno, "RLIMIT_CORE");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace sandboxrun::launch

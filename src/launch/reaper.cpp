@@ -1,0 +1,125 @@
+// The sandbox's pid 1. It finishes the setup (mounts, network, privileges), forks the payload,
+// and then only reaps: when the payload exits it reports the payload's wait status to the
+// launcher and exits, which makes the kernel kill everything left in the pid namespace.
+// It is non-dumpable, so the payload cannot open /proc/1/exe (runc CVE-2019-5736), /proc/1/mem
+// or /proc/1/environ; the launcher's argv and environment strings are wiped as well.
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "child_plan.hpp"
+#include "sandboxrun/fd.hpp"
+#include "sandboxrun/seccomp.hpp"
+
+namespace sandboxrun::launch {
+
+namespace {
+
+// Leaves only 0-2 and `keep` open.
+void close_all_but(int keep) {
+  if (keep > 3) ::syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u);
+  ::syscall(SYS_close_range, static_cast<unsigned>(keep < 3 ? 3 : keep + 1), ~0u, 0u);
+}
+
+[[noreturn]] void exec_payload(const ChildPlan& plan) {
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+  if (::dup2(plan.stdin_fd, 0) < 0 || ::dup2(plan.stdout_write, 1) < 0 || ::dup2(plan.stderr_write, 2) < 0) {
+    report_error(plan, "redirect stdio", errno, "dup2");
+    ::_exit(125);
+  }
+  close_all_but(plan.error_write);  // O_CLOEXEC: closed by a successful execve
+  if (::chdir(plan.workdir.c_str()) != 0) {
+    report_error(plan, "chdir to workdir", errno, plan.workdir.c_str());
+    ::_exit(125);
+  }
+  // Last step before execve: from here on every syscall is filtered.
+  if (int rc = install_seccomp_program(plan.seccomp); rc != 0) {
+    report_error(plan, "load seccomp filter", -rc, "seccomp(SECCOMP_SET_MODE_FILTER)");
+    ::_exit(125);
+  }
+  ::execve(plan.argv[0], plan.argv.data(), plan.envp.data());
+  report_error(plan, "execve", errno, plan.argv[0]);
+  ::_exit(125);
+}
+
+[[noreturn]] void reap(const ChildPlan& plan, pid_t payload) {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      ::_exit(125);  // no children left without having seen the payload: cannot happen
+    }
+    if (pid == payload) {
+      write_all(plan.status_write, &status, sizeof status);
+      ::_exit(0);
+    }
+  }
+}
+
+}  // namespace
+
+void child_main(const ChildPlan& plan) {
+  // Die with the launcher; pid 1 dying takes the whole sandbox with it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  char go = 0;
+  if (::read(plan.sync_read, &go, 1) != 1) ::_exit(125);  // the launcher gave up before the start
+
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    report_error(plan, "make pid 1 non-dumpable", errno, "PR_SET_DUMPABLE");
+    ::_exit(125);
+  }
+  // The cgroup namespace is created only now, after the launcher placed us in our cgroup, so
+  // that the sandbox sees its own cgroup as the root.
+  if (::unshare(CLONE_NEWCGROUP) != 0) {
+    report_error(plan, "unshare cgroup namespace", errno, "CLONE_NEWCGROUP");
+    ::_exit(125);
+  }
+  if (::setsid() < 0) {
+    report_error(plan, "setsid", errno, "leave the controlling terminal");
+    ::_exit(125);
+  }
+  if (!setup_mounts(plan)) ::_exit(125);
+  if (::sethostname(plan.hostname.data(), plan.hostname.size()) != 0) {
+    report_error(plan, "sethostname", errno, plan.hostname.c_str());
+    ::_exit(125);
+  }
+  if (!setup_network(plan)) ::_exit(125);
+  if (plan.wipe_begin && plan.wipe_end > plan.wipe_begin)
+    std::memset(plan.wipe_begin, 0, static_cast<size_t>(plan.wipe_end - plan.wipe_begin));
+  if (!drop_privileges(plan)) ::_exit(125);
+  // A credential change clears the parent-death signal: set it again, then make sure the
+  // launcher did not die in between (it holds the sync pipe's write end open while it lives).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  pollfd alive{plan.sync_read, POLLIN, 0};
+  if (::poll(&alive, 1, 0) != 0) ::_exit(125);
+
+  pid_t payload = ::fork();
+  if (payload < 0) {
+    report_error(plan, "fork payload", errno, "fork");
+    ::_exit(125);
+  }
+  if (payload == 0) exec_payload(plan);
+  // pid 1 keeps only the status pipe.
+  close_all_but(plan.status_write);
+  ::close(0);
+  ::close(1);
+  ::close(2);
+  reap(plan, payload);
+}
+
+}  // namespace sandboxrun::launch

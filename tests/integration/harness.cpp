@@ -1,0 +1,156 @@
+#include "harness.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace sandboxrun::testing {
+
+std::string source_dir() { return SANDBOXRUN_SOURCE_DIR; }
+
+Exec run_binary(const std::vector<std::string>& args, const std::vector<std::string>& env, int as_uid) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+  std::vector<std::string> argv_s{SANDBOXRUN_BIN};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<std::string> env_s{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"};
+  if (const char* ci = std::getenv("CI")) env_s.push_back(std::string("CI=") + ci);
+  env_s.insert(env_s.end(), env.begin(), env.end());
+  std::vector<char*> argv, envp;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  for (auto& s : env_s) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    if (as_uid >= 0 && (setgroups(0, nullptr) != 0 || setresgid(as_uid, as_uid, as_uid) != 0 ||
+                        setresuid(as_uid, as_uid, as_uid) != 0))
+      _exit(98);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(99);
+  }
+  close(out[1]);
+  close(err[1]);
+  Exec r;
+  pollfd pfd[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_count = 2;
+  while (open_count > 0) {
+    if (poll(pfd, 2, -1) < 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[65536];
+      ssize_t n = read(pfd[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        close(pfd[i].fd);
+        pfd[i].fd = -1;
+        --open_count;
+      } else {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/sandboxrun-test-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& content) const {
+  std::string p = path_ + "/" + name;
+  std::ofstream(p, std::ios::binary) << content;
+  return p;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+namespace {
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+}
+
+// yaml-cpp rejects duplicate top-level keys only sometimes; drop the keys we replace instead.
+std::string drop_top_level_keys(const std::string& yaml, const std::string& extra) {
+  std::vector<std::string> keys;
+  std::istringstream ex(extra);
+  for (std::string line; std::getline(ex, line);)
+    if (!line.empty() && line[0] != ' ' && line[0] != '#' && line.find(':') != std::string::npos)
+      keys.push_back(line.substr(0, line.find(':')));
+  std::istringstream in(yaml);
+  std::string out;
+  bool skipping = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != ' ' && line[0] != '#') {
+      std::string key = line.substr(0, line.find(':'));
+      skipping = std::find(keys.begin(), keys.end(), key) != keys.end();
+    }
+    if (!skipping) out += line + "\n";
+  }
+  return out + extra;
+}
+
+}  // namespace
+
+std::string write_config(const TempDir& dir, const std::string& sandbox_extra, const std::string& security_extra) {
+  const std::string src = source_dir();
+  std::string sandbox = read_text(src + "/config/sandbox.yaml");
+  replace_all(sandbox, "../", src + "/");
+  std::string security = read_text(src + "/config/security.yaml");
+  replace_all(security, "rules: policies/", "rules: " + src + "/policies/");
+  std::string audit = read_text(src + "/config/audit.yaml");
+  std::string path = dir.write("sandbox.yaml", drop_top_level_keys(sandbox, sandbox_extra));
+  dir.write("security.yaml", drop_top_level_keys(security, security_extra));
+  dir.write("audit.yaml", audit);
+  for (const char* f : {"sandbox.yaml", "security.yaml", "audit.yaml"}) chmod((dir.path() + "/" + f).c_str(), 0644);
+  chmod(dir.path().c_str(), 0755);
+  return path;
+}
+
+Sandboxed run_python(const std::string& script, const std::vector<std::string>& extra,
+                     const std::vector<std::string>& env) {
+  TempDir dir;
+  std::string file = dir.write("job.py", script);
+  // Options go before the file; "--" and what follows are the program's arguments.
+  auto dashdash = std::find(extra.begin(), extra.end(), "--");
+  std::vector<std::string> args{"--json"};
+  args.insert(args.end(), extra.begin(), dashdash);
+  args.push_back(file);
+  args.insert(args.end(), dashdash, extra.end());
+  Sandboxed s;
+  s.exec = run_binary(args, env);
+  s.result = nlohmann::json::parse(s.exec.out, nullptr, false);
+  if (s.result.is_discarded()) s.result = nlohmann::json::object();
+  return s;
+}
+
+}  // namespace sandboxrun::testing

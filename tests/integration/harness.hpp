@@ -1,0 +1,55 @@
+// Runs the real sandboxrun binary, as a user or a service would.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace sandboxrun::testing {
+
+struct Exec {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs sandboxrun with args; env entries "K=V" are added to a minimal environment. With
+// as_uid >= 0 the binary runs as that unprivileged user (uid and gid), with no groups.
+Exec run_binary(const std::vector<std::string>& args, const std::vector<std::string>& env = {}, int as_uid = -1);
+
+// A temp directory removed at scope exit.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string write(const std::string& name, const std::string& content) const;
+
+ private:
+  std::string path_;
+};
+
+struct Sandboxed {
+  Exec exec;
+  nlohmann::json result;  // parsed --json output (empty object if it did not parse)
+  std::string stdout_text() const { return result.value("stdout", ""); }
+};
+
+// Writes `script` to a temp file and runs it with --json plus extra options; "--" and what
+// follows in `extra` become the program's arguments.
+Sandboxed run_python(const std::string& script, const std::vector<std::string>& extra = {},
+                     const std::vector<std::string>& env = {});
+
+std::string source_dir();
+
+// The whole file as text (empty when it cannot be read).
+std::string read_text(const std::string& path);
+
+// Copies the project's config/ (sandbox, security, audit) into dir with every relative path made
+// absolute, replacing the security.yaml keys given in `security_extra` (appended YAML), and
+// returns the path of the copy's sandbox.yaml. Files are world-readable.
+std::string write_config(const TempDir& dir, const std::string& sandbox_extra = "",
+                         const std::string& security_extra = "");
+
+}  // namespace sandboxrun::testing

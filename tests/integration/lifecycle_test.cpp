@@ -1,0 +1,196 @@
+// Exit statuses, timeouts, output bounds and clean-up: the run contract of the README.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness.hpp"
+
+using sandboxrun::testing::run_binary;
+using sandboxrun::testing::run_python;
+using sandboxrun::testing::TempDir;
+
+namespace {
+
+size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+// Host processes whose command line contains `marker`.
+int processes_with(const std::string& marker) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmd = sandboxrun::testing::read_text(e.path().string() + "/cmdline");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    if (cmd.find(marker) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+// Cgroups (in any hierarchy) whose name carries the run id: none may survive the run.
+size_t cgroups_of(const std::string& run_id) {
+  size_t n = 0;
+  for (const char* root : {"/sys/fs/cgroup/memory/sandboxrun", "/sys/fs/cgroup/pids/sandboxrun",
+                           "/sys/fs/cgroup/cpu,cpuacct/sandboxrun", "/sys/fs/cgroup/unified/sandboxrun",
+                           "/sys/fs/cgroup/sandboxrun"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(root, ec))
+      if (e.is_directory() && e.path().filename().string().find(run_id) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST(Lifecycle, ExitCodeIsTheProgramsOwn) {
+  auto r = run_python("import sys\nprint('out'); print('err', file=sys.stderr)\nsys.exit(3)\n");
+  EXPECT_EQ(r.exec.exit_code, 3);
+  EXPECT_EQ(r.result["status"], "exited");
+  EXPECT_EQ(r.result["exit_code"], 3);
+  EXPECT_EQ(r.result["stdout"], "out\n");
+  EXPECT_EQ(r.result["stderr"], "err\n");
+  for (const char* k : {"run_id", "duration_ms", "resources", "limits", "trust", "assessment", "audit_seq",
+                        "stdout_truncated", "stderr_truncated"})
+    EXPECT_TRUE(r.result.contains(k)) << k;
+}
+
+TEST(Lifecycle, KilledBySignalIs128PlusN) {
+  auto r = run_python("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n");
+  EXPECT_EQ(r.exec.exit_code, 137);
+  EXPECT_EQ(r.result["status"], "signaled");
+  EXPECT_EQ(r.result["signal"], 9);
+}
+
+TEST(Lifecycle, StreamsOutputWithoutJson) {
+  TempDir d;
+  auto file = d.write("s.py", "import sys\nprint('hello stdout')\nprint('hello stderr', file=sys.stderr)\n");
+  auto r = run_binary({file});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "hello stdout\n");
+  EXPECT_NE(r.err.find("hello stderr"), std::string::npos);
+}
+
+TEST(Lifecycle, TimeoutKillsAPayloadThatIgnoresSignals) {
+  auto start = std::chrono::steady_clock::now();
+  auto r = run_python("import signal\nfor s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):\n"
+                      "    signal.signal(s, signal.SIG_IGN)\nwhile True:\n    pass\n",
+                      {"--timeout", "1"});
+  auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exec.exit_code, 124);
+  EXPECT_EQ(r.result["status"], "timeout");
+  EXPECT_LT(secs, 10);
+}
+
+TEST(Lifecycle, TimeoutKillsAStoppedPayload) {
+  auto r = run_python("import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n", {"--timeout", "1"});
+  EXPECT_EQ(r.exec.exit_code, 124);
+  EXPECT_EQ(r.result["status"], "timeout");
+}
+
+TEST(Lifecycle, TimeoutKillsForkedAndDoubleForkedChildren) {
+  const std::string marker = "sandboxrun-lifecycle-marker-" + std::to_string(getpid());
+  auto r = run_python("import os, time, subprocess\n"
+                      "subprocess.Popen(['python3', '-c', 'import time; time.sleep(600)', '" + marker + "'],\n"
+                      "                 start_new_session=True)\n"
+                      "if os.fork() == 0:\n"
+                      "    if os.fork() == 0:\n"
+                      "        os.setsid(); os.execvp('python3', ['python3', '-c', 'import time; time.sleep(600)', '" +
+                          marker + "'])\n"
+                      "    os._exit(0)\n"
+                      "time.sleep(600)\n",
+                      {"--timeout", "1"});
+  EXPECT_EQ(r.result["status"], "timeout") << r.exec.err;
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+TEST(Lifecycle, BackgroundChildrenDieWithTheProgram) {
+  const std::string marker = "sandboxrun-orphan-marker-" + std::to_string(getpid());
+  auto r = run_python("import subprocess\nsubprocess.Popen(['python3', '-c', 'import time; time.sleep(600)', '" +
+                      marker + "'], start_new_session=True)\nprint('main done')\n");
+  EXPECT_EQ(r.result["status"], "exited");
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+TEST(Lifecycle, OutputFloodIsBoundedAndFlagged) {
+  auto r = run_python("import sys\nchunk = 'x' * 65536\nfor _ in range(1600):\n    sys.stdout.write(chunk)\n"
+                      "sys.stderr.write('e' * 10)\n");
+  EXPECT_EQ(r.result["status"], "exited");
+  EXPECT_EQ(r.result["stdout_truncated"], true);
+  EXPECT_EQ(r.result["stdout"].get<std::string>().size(), r.result["limits"]["output_limit_bytes"].get<size_t>());
+  EXPECT_EQ(r.result["stderr_truncated"], false);
+  EXPECT_EQ(r.result["stderr"], "eeeeeeeeee");
+}
+
+TEST(Lifecycle, MissingOrUnreadableFileIs127) {
+  auto r = run_binary({"/nonexistent/job.py"});
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(r.err.find("/nonexistent/job.py"), std::string::npos) << r.err;
+  TempDir d;
+  auto target = d.write("real.py", "print(1)\n");
+  std::filesystem::create_symlink(target, d.path() + "/link.py");
+  auto l = run_binary({d.path() + "/link.py"});
+  EXPECT_EQ(l.exit_code, 127) << "a symlinked script must not be followed";
+  auto dir = run_binary({d.path()});
+  EXPECT_EQ(dir.exit_code, 127);
+  mkfifo((d.path() + "/fifo.py").c_str(), 0600);
+  auto fifo = run_binary({d.path() + "/fifo.py"});
+  EXPECT_EQ(fifo.exit_code, 127) << "a FIFO must neither hang nor run";
+}
+
+TEST(Lifecycle, UsageErrorsAreExit2) {
+  EXPECT_EQ(run_binary({"--trust", "bogus", "x.py"}).exit_code, 2);
+  EXPECT_EQ(run_binary({"--memory", "1x", "x.py"}).exit_code, 2);
+  EXPECT_EQ(run_binary({}).exit_code, 2);
+}
+
+TEST(Lifecycle, NothingIsLeftBehind) {
+  std::string mounts_before = sandboxrun::testing::read_text("/proc/self/mountinfo");
+  std::error_code ec;
+  size_t tmp_before = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/tmp", ec)) ++tmp_before;
+  std::vector<std::string> run_ids;
+  for (int i = 0; i < 3; ++i) {
+    auto r = run_python("import os\nopen('/tmp/x', 'w').write('y')\nos.makedirs('/tmp/a/b')\n");
+    EXPECT_EQ(r.result["status"], "exited");
+    run_ids.push_back(r.result.value("run_id", "?"));
+  }
+  auto t = run_python("while True: pass\n", {"--timeout", "0.5"});
+  EXPECT_EQ(t.result["status"], "timeout");
+  run_ids.push_back(t.result.value("run_id", "?"));
+  EXPECT_EQ(count_lines(sandboxrun::testing::read_text("/proc/self/mountinfo")), count_lines(mounts_before));
+  for (const auto& id : run_ids) {
+    EXPECT_EQ(id.size(), 32u);
+    EXPECT_EQ(cgroups_of(id), 0u) << "cgroup of run " << id << " survived";
+  }
+  size_t tmp_after = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/tmp", ec)) ++tmp_after;
+  EXPECT_LE(tmp_after, tmp_before);
+}
+
+TEST(Lifecycle, KillingTheLauncherKillsTheSandbox) {
+  const std::string marker = "sandboxrun-sigkill-marker-" + std::to_string(getpid());
+  TempDir d;
+  auto file = d.write("s.py", "import time, subprocess\nsubprocess.Popen(['python3', '-c', 'import time; "
+                              "time.sleep(600)', '" + marker + "'])\ntime.sleep(600)\n");
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execl(SANDBOXRUN_BIN, SANDBOXRUN_BIN, file.c_str(), nullptr);
+    _exit(99);
+  }
+  for (int i = 0; i < 100 && processes_with(marker) == 0; ++i) usleep(50000);
+  ASSERT_GT(processes_with(marker), 0) << "the payload never started";
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  for (int i = 0; i < 100 && processes_with(marker) > 0; ++i) usleep(20000);
+  EXPECT_EQ(processes_with(marker), 0);
+}

@@ -1,0 +1,101 @@
+// Limits enforced by the cgroup backend, observed through real runs (issue: resource control).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "harness.hpp"
+
+using sandboxrun::testing::run_binary;
+using sandboxrun::testing::run_python;
+using sandboxrun::testing::TempDir;
+
+TEST(Resources, SaysWhichCgroupBackendItTested) {
+  auto r = run_python("print('hi')\n");
+  std::string backend = r.result.value("cgroup", "");
+  EXPECT_TRUE(backend == "v1" || backend == "v2") << backend;
+  std::cout << "[ backend  ] cgroup " << backend << " exercised by the resource tests on this host\n";
+  RecordProperty("cgroup_backend", backend);
+}
+
+TEST(Resources, MemoryBombEndsWithOomAndTheLauncherSurvives) {
+  auto r = run_python("chunks = []\nwhile True:\n    chunks.append(bytearray(8 << 20))\n", {"--memory", "64m"});
+  EXPECT_EQ(r.result["status"], "oom") << r.exec.out << r.exec.err;
+  EXPECT_EQ(r.exec.exit_code, 137);
+  EXPECT_GE(r.result["resources"]["oom_kills"].get<int>(), 1);
+  EXPECT_LE(r.result["resources"]["memory_peak_bytes"].get<uint64_t>(), (64u << 20) + (1u << 20));
+}
+
+TEST(Resources, PeakMemoryIsPlausible) {
+  auto r = run_python("b = bytearray(100 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('touched')\n",
+                      {"--trust", "trusted"});
+  EXPECT_EQ(r.result["status"], "exited") << r.exec.err;
+  EXPECT_GE(r.result["resources"]["memory_peak_bytes"].get<uint64_t>(), 100u << 20);
+  EXPECT_GE(r.result["resources"]["cpu_ms"].get<uint64_t>(), 1u);
+}
+
+TEST(Resources, ForkBombIsHeldAtThePidsLimit) {
+  auto start = std::chrono::steady_clock::now();
+  auto r = run_python(
+      "import os, time\nforks = 0\nrefused = 0\n"
+      "for _ in range(400):\n"
+      "    try:\n        pid = os.fork()\n    except OSError:\n        refused += 1\n        continue\n"
+      "    if pid == 0:\n        time.sleep(5); os._exit(0)\n    forks += 1\n"
+      "print(forks, refused)\n",
+      {"--pids", "32", "--timeout", "20"});
+  auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.result["status"], "exited") << r.exec.err;
+  std::istringstream out(r.stdout_text());
+  int forks = 0, refused = 0;
+  out >> forks >> refused;
+  EXPECT_LT(forks, 32);
+  EXPECT_GT(refused, 0);
+  EXPECT_LE(r.result["resources"]["pids_peak"].get<int>(), 32);
+  EXPECT_GT(r.result["resources"]["pids_limit_hits"].get<int>(), 0);
+  EXPECT_LT(secs, 15) << "the launcher must stay responsive and end the run when the program exits";
+}
+
+TEST(Resources, HalfACpuGetsAboutHalfACpu) {
+  auto r = run_python("import time\nend = time.monotonic() + 2\nwhile time.monotonic() < end: pass\n",
+                      {"--cpus", "0.5"});
+  ASSERT_EQ(r.result["status"], "exited") << r.exec.err;
+  double cpu = r.result["resources"]["cpu_ms"].get<double>();
+  double wall = r.result["duration_ms"].get<double>();
+  double share = cpu / wall;
+  std::cout << "[ measured ] cpu share " << share << " for --cpus 0.5\n";
+  // The quota caps the share at 0.5 (plus start-up slack); the lower bound only guards against a
+  // starved or never-started payload, since CI shares this machine's 2 CPUs with other tests.
+  EXPECT_LT(share, 0.6);
+  EXPECT_GT(share, 0.2);
+}
+
+TEST(Resources, StatsStreamHasSamples) {
+  TempDir d;
+  auto script = d.write("s.py", "import time\nb = bytearray(30 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
+                                "time.sleep(0.6)\n");
+  auto stats = d.path() + "/stats.jsonl";
+  auto r = run_binary({"--stats", stats, script});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream f(stats);
+  std::string line;
+  int n = 0;
+  uint64_t peak = 0;
+  while (std::getline(f, line)) {
+    auto j = nlohmann::json::parse(line);
+    for (const char* k : {"t_ms", "memory_bytes", "cpu_ms", "pids"}) EXPECT_TRUE(j.contains(k)) << line;
+    peak = std::max(peak, j["memory_peak_bytes"].get<uint64_t>());
+    ++n;
+  }
+  EXPECT_GE(n, 3) << "samples every 100 ms over ~0.7 s";
+  EXPECT_GE(peak, 30u << 20);
+}
+
+TEST(Resources, LimitsMayOnlyTightenAndAdjustmentsAreReported) {
+  auto r = run_python("print(1)\n", {"--memory", "64g", "--timeout", "5"});
+  EXPECT_EQ(r.result["limits"]["mem_limit_bytes"], 256u << 20);
+  EXPECT_EQ(r.result["limits"]["timeout_s"], 5.0);
+  bool reported = false;
+  for (const auto& a : r.result["limits"]["adjustments"]) reported |= a["limit"] == "mem_limit";
+  EXPECT_TRUE(reported) << r.result["limits"].dump();
+}

@@ -1,0 +1,98 @@
+// The launcher run by an ordinary user: a user namespace maps the sandbox user to the caller,
+// and untrusted code is refused when the host cannot enforce its limits (fail closed).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "harness.hpp"
+
+using sandboxrun::testing::run_binary;
+using sandboxrun::testing::source_dir;
+using sandboxrun::testing::TempDir;
+
+namespace {
+
+constexpr int kNobody = 65534;
+
+std::string userns_limit() {
+  std::ifstream f("/proc/sys/user/max_user_namespaces");
+  std::string v;
+  f >> v;
+  return v;
+}
+
+struct UnprivilegedRun : ::testing::Test {
+  void SetUp() override {
+    if (getuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged user for the test";
+    if (userns_limit() == "0") GTEST_SKIP() << "host lacks user namespaces (user.max_user_namespaces=0)";
+    chmod(dir.path().c_str(), 0755);
+    script = dir.write("probe.py", R"(
+import json, os
+st = dict(l.split(':', 1) for l in open('/proc/self/status') if ':' in l)
+try:
+    open('/proc/1/environ', 'rb').read(); pid1 = 'readable'
+except OSError:
+    pid1 = 'denied'
+print(json.dumps({'uid': os.getuid(), 'caps': [st[k].strip() for k in ('CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb')],
+                  'nnp': st['NoNewPrivs'].strip(), 'seccomp': st['Seccomp'].strip(), 'pid1_environ': pid1}))
+)");
+    chmod(script.c_str(), 0644);
+    // The caller's own audit log: an unprivileged user cannot write /var/log/sandboxrun.
+    audit_dir = dir.path() + "/audit";
+    mkdir(audit_dir.c_str(), 0700);
+    chown(audit_dir.c_str(), kNobody, kNobody);
+    std::ifstream sec(source_dir() + "/config/security.yaml");
+    std::stringstream text;
+    text << sec.rdbuf();
+    std::string security = text.str();
+    auto at = security.find("rules: policies/");
+    ASSERT_NE(at, std::string::npos);
+    security.replace(at, 7, "rules: " + source_dir() + "/");
+    chmod(dir.write("security.yaml", security).c_str(), 0644);
+  }
+  std::string config(bool degraded) {
+    std::string src = source_dir();
+    std::string path = dir.write(degraded ? "degraded.yaml" : "strict.yaml",
+                                 "image: " + src + "/rootfs/default\n"
+                                 "security_opt: [no-new-privileges, seccomp=" + src + "/policies/default.json]\n"
+                                 "trust_levels:\n  untrusted:\n    security_opt: [no-new-privileges, seccomp=" + src +
+                                     "/policies/untrusted.json]\n"
+                                 "cgroup:\n  allow_degraded: " + (degraded ? "true" : "false") + "\n");
+    chmod(path.c_str(), 0644);
+    return path;
+  }
+  std::vector<std::string> run_args(bool degraded) {
+    return {"--config", config(degraded), "--audit-log", audit_dir + "/audit.log"};
+  }
+  TempDir dir;
+  std::string script, audit_dir;
+};
+
+}  // namespace
+
+TEST_F(UnprivilegedRun, UntrustedCodeIsRefusedWithoutEnforceableLimits) {
+  auto args = run_args(false);
+  args.insert(args.end(), {"--trust", "untrusted", script});
+  auto r = run_binary(args, {}, kNobody);
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
+  EXPECT_NE(r.err.find("cgroup"), std::string::npos) << "the message must say what the host lacks: " << r.err;
+}
+
+TEST_F(UnprivilegedRun, DegradedModeRunsInAUserNamespaceWithTheSameIsolation) {
+  auto args = run_args(true);
+  args.insert(args.end(), {"--json", script});
+  auto r = run_binary(args, {"SECRET=leak-me"}, kNobody);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto result = nlohmann::json::parse(r.out);
+  EXPECT_EQ(result["cgroup"], "none (degraded)");
+  ASSERT_EQ(result["degradations"].size(), 1u) << "a degraded run must say so in its result";
+  auto j = nlohmann::json::parse(result["stdout"].get<std::string>());
+  EXPECT_EQ(j["uid"], 1000);
+  for (const auto& c : j["caps"]) EXPECT_EQ(c, "0000000000000000");
+  EXPECT_EQ(j["nnp"], "1");
+  EXPECT_EQ(j["seccomp"], "2");
+  EXPECT_EQ(j["pid1_environ"], "denied");
+}

@@ -1,0 +1,156 @@
+// sandbox.yaml: the shipped file parses, bad input is refused with file/key/line, and resolution
+// only tightens.
+#include <gtest/gtest.h>
+
+#include "sandboxrun/config.hpp"
+#include "sandboxrun/error.hpp"
+#include "sandboxrun/size.hpp"
+
+using namespace sandboxrun;
+
+namespace {
+
+SandboxConfig parse(const std::string& text) { return parse_sandbox_config(text, "/etc/sr/sandbox.yaml"); }
+
+std::string error_of(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+HostResources big_host() { return {64, 1ull << 40}; }
+
+}  // namespace
+
+TEST(ConfigSize, ParsesDockerSizes) {
+  EXPECT_EQ(parse_size("1g"), 1ull << 30);
+  EXPECT_EQ(parse_size("512m"), 512ull << 20);
+  EXPECT_EQ(parse_size("1.5GiB"), 3ull << 29);
+  EXPECT_EQ(parse_size("1048576"), 1048576u);
+  EXPECT_EQ(parse_size(" 64k "), 65536u);
+  for (const char* bad : {"1x", "", "-1", "g", "1..5m", ".5g", "1e3m", "99999999999t"})
+    EXPECT_FALSE(parse_size(bad).has_value()) << bad;
+  EXPECT_EQ(format_size(256ull << 20), "256MiB");
+}
+
+TEST(Config, ShippedConfigParsesWithTheOriginalDefaults) {
+  SandboxConfig cfg = load_sandbox_config(SANDBOXRUN_SOURCE_DIR "/config/sandbox.yaml");
+  EXPECT_EQ(cfg.default_trust, Trust::untrusted);
+  auto trusted = resolve_spec(cfg, Trust::trusted, {}, big_host());
+  EXPECT_EQ(trusted.limits.cpus, 2.0);
+  EXPECT_EQ(trusted.limits.memory_bytes, 1ull << 30);
+  EXPECT_EQ(trusted.limits.timeout_s, 120.0);
+  auto untrusted = resolve_spec(cfg, Trust::untrusted, {}, big_host());
+  auto unknown = resolve_spec(cfg, Trust::unknown, {}, big_host());
+  // Strictly smaller the less trusted the code is.
+  EXPECT_LT(untrusted.limits.memory_bytes, unknown.limits.memory_bytes);
+  EXPECT_LT(unknown.limits.memory_bytes, trusted.limits.memory_bytes);
+  EXPECT_LT(untrusted.limits.timeout_s, unknown.limits.timeout_s);
+  EXPECT_LT(untrusted.limits.pids, unknown.limits.pids);
+  EXPECT_LE(untrusted.limits.cpus, unknown.limits.cpus);
+  EXPECT_EQ(untrusted.seccomp_profile.filename(), "untrusted.json");
+  EXPECT_EQ(trusted.seccomp_profile.filename(), "default.json");
+  EXPECT_EQ(untrusted.uid, 1000u);
+  EXPECT_EQ(untrusted.network.mode, NetworkMode::none);
+}
+
+TEST(Config, RelativePathsResolveAgainstTheFile) {
+  auto cfg = parse("security_opt: [no-new-privileges, seccomp=../policies/x.json]\nimage: img\n");
+  EXPECT_EQ(cfg.image, "/etc/sr/img");
+  EXPECT_EQ(resolve_spec(cfg, Trust::trusted, {}, big_host()).seccomp_profile, "/etc/policies/x.json");
+}
+
+TEST(Config, BadInputNamesFileLineKeyAndExpectation) {
+  struct Case {
+    const char* yaml;
+    const char* must_contain;
+  } cases[] = {
+      {"mem_limit: 1x\n", "'mem_limit': expected a size"},
+      {"cpu_count: lots\n", "'cpu_count': expected a number"},
+      {"cpu_count: 0\n", "'cpu_count'"},
+      {"pids_limit: -3\n", "'pids_limit'"},
+      {"timeout: [1]\n", "got a list"},
+      {"memory: 1g\n", "'memory'"},
+      {"trust_levels:\n  untrusted:\n    mem_limt: 1g\n", "trust_levels.untrusted.mem_limt"},
+      {"trust_levels:\n  paranoid: {}\n", "trust_levels.paranoid"},
+      {"user: root\n", "'user'"},
+      {"user: \"0:0\"\n", "never runs as root"},
+      {"read_only: false\n", "read_only"},
+      {"security_opt: [seccomp=unconfined]\n", "unconfined is refused"},
+      {"security_opt: [apparmor=x]\n", "not supported"},
+      {"cap_drop: [NET_RAWW]\n", "NET_RAWW"},
+      {"network_mode: host\n", "none or allowlist"},
+      {"monitoring:\n  interval: 1\n", "monitoring.interval"},
+      {"cgroup:\n  parnet: x\n", "cgroup.parnet"},
+      {"default_trust: maybe\n", "default_trust"},
+      {"a: [\n", "not valid YAML"},
+      {"- just\n- a list\n", "(top level)"},
+  };
+  for (const auto& c : cases) {
+    std::string err = error_of(c.yaml);
+    EXPECT_NE(err.find("/etc/sr/sandbox.yaml"), std::string::npos) << c.yaml << " -> " << err;
+    EXPECT_NE(err.find(c.must_contain), std::string::npos) << c.yaml << " -> " << err;
+  }
+  EXPECT_NE(error_of("cpu_count: 1\nmem_limit: 1x\n").find("sandbox.yaml:2"), std::string::npos)
+      << "the line of the bad value must be named";
+}
+
+TEST(Config, LevelsOverrideTheBase) {
+  auto cfg = parse("mem_limit: 512m\nnetwork_mode: none\ntrust_levels:\n  trusted:\n    mem_limit: 1g\n"
+                   "    network_mode: allowlist\n    network_allowlist: [pypi.org]\n");
+  auto t = resolve_spec(cfg, Trust::trusted, {}, big_host());
+  EXPECT_EQ(t.limits.memory_bytes, 1ull << 30);
+  EXPECT_EQ(t.network.mode, NetworkMode::allowlist);
+  EXPECT_EQ(t.network.allowlist, std::vector<std::string>{"pypi.org"});
+  auto u = resolve_spec(cfg, Trust::untrusted, {}, big_host());
+  EXPECT_EQ(u.limits.memory_bytes, 512ull << 20);
+  EXPECT_EQ(u.network.mode, NetworkMode::none);
+}
+
+TEST(Config, CliMayOnlyTightenAndEveryAdjustmentIsRecorded) {
+  auto cfg = parse("mem_limit: 256m\ntimeout: 30\ncpu_count: 1\npids_limit: 64\n");
+  RunOverrides tighter{5, 64ull << 20, 0.5, 16};
+  auto s = resolve_spec(cfg, Trust::untrusted, tighter, big_host());
+  EXPECT_EQ(s.limits.timeout_s, 5);
+  EXPECT_EQ(s.limits.memory_bytes, 64ull << 20);
+  EXPECT_EQ(s.limits.cpus, 0.5);
+  EXPECT_EQ(s.limits.pids, 16u);
+  EXPECT_TRUE(s.adjustments.empty());
+  RunOverrides looser{300, 8ull << 30, 8, 4096};
+  auto l = resolve_spec(cfg, Trust::untrusted, looser, big_host());
+  EXPECT_EQ(l.limits.timeout_s, 30);
+  EXPECT_EQ(l.limits.memory_bytes, 256ull << 20);
+  EXPECT_EQ(l.limits.cpus, 1);
+  EXPECT_EQ(l.limits.pids, 64u);
+  EXPECT_EQ(l.adjustments.size(), 4u);
+}
+
+TEST(Config, LimitsAreClampedToTheHost) {
+  auto cfg = parse("cpu_count: 8\nmem_limit: 8g\nhost_memory_share: 0.5\n");
+  auto s = resolve_spec(cfg, Trust::trusted, {}, HostResources{2, 4ull << 30});
+  EXPECT_EQ(s.limits.cpus, 2);
+  EXPECT_EQ(s.limits.memory_bytes, 2ull << 30);
+  ASSERT_EQ(s.adjustments.size(), 2u);
+  EXPECT_EQ(s.adjustments[0].limit, "cpu_count");
+  EXPECT_EQ(s.adjustments[1].limit, "mem_limit");
+}
+
+TEST(Config, CallerEnvironmentIsNeverPartOfTheSpec) {
+  setenv("SANDBOXRUN_UNIT_SECRET", "x", 1);
+  auto s = resolve_spec(parse("environment:\n  FOO: bar\n"), Trust::untrusted, {}, big_host());
+  EXPECT_EQ(s.env.count("SANDBOXRUN_UNIT_SECRET"), 0u);
+  EXPECT_EQ(s.env.at("FOO"), "bar");
+  EXPECT_EQ(s.env.at("HOME"), "/tmp");
+}
+
+TEST(Config, SearchOrderPrefersTheCliThenTheEnvironment) {
+  EXPECT_EQ(find_config(std::string("/x/y.yaml")), "/x/y.yaml");
+  EXPECT_EQ(find_config(std::string(SANDBOXRUN_SOURCE_DIR "/config")),
+            std::filesystem::path(SANDBOXRUN_SOURCE_DIR "/config/sandbox.yaml"));
+  setenv("SANDBOXRUN_CONFIG", "/from/env.yaml", 1);
+  EXPECT_EQ(find_config(std::nullopt), "/from/env.yaml");
+  unsetenv("SANDBOXRUN_CONFIG");
+}
