@@ -156,14 +156,15 @@ void apply_image(SandboxSpec& spec, const ResolvedImage& img) {
 // private copy of those same bytes (never the caller's file, which may change meanwhile).
 Assessment assess_bytes(const std::string& script, const SecurityConfig& security) {
   if (!security.bandit.enabled) return assess_source(script, security);
-  char tmpl[] = "/tmp/sandboxrun-assess-XXXXXX.py";
-  UniqueFd fd(::mkstemps(tmpl, 3));
-  if (!fd) throw_errno("cannot create a temporary copy for bandit", "check that /tmp is writable");
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmpdir && *tmpdir == '/' ? tmpdir : "/tmp") + "/sandboxrun-assess-XXXXXX.py";
+  UniqueFd fd(::mkstemps(tmpl.data(), 3));
+  if (!fd) throw_errno("cannot create a temporary copy for bandit in " + tmpl, "check that TMPDIR (or /tmp) is writable");
   struct Unlink {
     const char* path;
     ~Unlink() { ::unlink(path); }
-  } unlink_copy{tmpl};
-  if (!write_all(fd.get(), script.data(), script.size())) throw_errno(std::string("cannot write ") + tmpl);
+  } unlink_copy{tmpl.c_str()};
+  if (!write_all(fd.get(), script.data(), script.size())) throw_errno("cannot write " + tmpl);
   return assess_file(tmpl, security);
 }
 

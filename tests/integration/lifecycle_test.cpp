@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "harness.hpp"
@@ -16,6 +17,7 @@
 using sandboxrun::testing::run_binary;
 using sandboxrun::testing::run_python;
 using sandboxrun::testing::TempDir;
+using sandboxrun::testing::write_config;
 
 namespace {
 
@@ -152,16 +154,31 @@ TEST(Lifecycle, UsageErrorsAreExit2) {
 
 TEST(Lifecycle, NothingIsLeftBehind) {
   std::string mounts_before = sandboxrun::testing::read_text("/proc/self/mountinfo");
-  std::error_code ec;
-  size_t tmp_before = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/tmp", ec)) ++tmp_before;
+  // Other tests run in parallel and use /tmp: the launcher's temp files go to a private
+  // TMPDIR (Bandit is on for one run so there is a temp copy to clean up), and in /tmp only
+  // names with the launcher's prefix count.
+  auto launcher_entries = [] {
+    std::set<std::string> names;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/tmp", ec))
+      if (e.path().filename().string().rfind("sandboxrun-", 0) == 0) names.insert(e.path().string());
+    return names;
+  };
+  auto before = launcher_entries();
+  TempDir d;
+  std::string tmp = d.path() + "/tmp";
+  std::filesystem::create_directory(tmp);
+  std::vector<std::string> env{"TMPDIR=" + tmp};
+  auto bandit_config = write_config(d, "", "bandit:\n  enabled: true\n  command: bandit\n  timeout: 60\n");
   std::vector<std::string> run_ids;
   for (int i = 0; i < 3; ++i) {
-    auto r = run_python("import os\nopen('/tmp/x', 'w').write('y')\nos.makedirs('/tmp/a/b')\n");
-    EXPECT_EQ(r.result["status"], "exited");
+    std::vector<std::string> extra;
+    if (i == 0) extra = {"--config", bandit_config, "--audit-log", d.path() + "/audit.log"};
+    auto r = run_python("import os\nopen('/tmp/x', 'w').write('y')\nos.makedirs('/tmp/a/b')\n", extra, env);
+    EXPECT_EQ(r.result["status"], "exited") << r.exec.err;
     run_ids.push_back(r.result.value("run_id", "?"));
   }
-  auto t = run_python("while True: pass\n", {"--timeout", "0.5"});
+  auto t = run_python("while True: pass\n", {"--timeout", "0.5"}, env);
   EXPECT_EQ(t.result["status"], "timeout");
   run_ids.push_back(t.result.value("run_id", "?"));
   EXPECT_EQ(count_lines(sandboxrun::testing::read_text("/proc/self/mountinfo")), count_lines(mounts_before));
@@ -169,9 +186,8 @@ TEST(Lifecycle, NothingIsLeftBehind) {
     EXPECT_EQ(id.size(), 32u);
     EXPECT_EQ(cgroups_of(id), 0u) << "cgroup of run " << id << " survived";
   }
-  size_t tmp_after = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/tmp", ec)) ++tmp_after;
-  EXPECT_LE(tmp_after, tmp_before);
+  for (const auto& e : std::filesystem::directory_iterator(tmp)) ADD_FAILURE() << "left behind: " << e.path();
+  for (const auto& name : launcher_entries()) EXPECT_TRUE(before.count(name)) << "left behind: " << name;
 }
 
 TEST(Lifecycle, KillingTheLauncherKillsTheSandbox) {

@@ -70,13 +70,16 @@ TEST(Verdict, LowRiskKeepsTheRequestedLevel) {
 TEST(Verdict, BanditFindingsMergeWhenEnabled) {
   TempDir d;
   auto config = write_config(d, "", "bandit:\n  enabled: true\n  command: bandit\n  timeout: 60\n");
+  // A private TMPDIR: the launcher puts Bandit's copy there, and no other test writes to it.
+  std::string tmp = d.path() + "/tmp";
+  std::filesystem::create_directory(tmp);
   auto r = run_python("import subprocess\nsubprocess.call('ls', shell=True)\n",
-                      {"--config", config, "--audit-log", d.path() + "/audit.log"});
+                      {"--config", config, "--audit-log", d.path() + "/audit.log"}, {"TMPDIR=" + tmp});
   ASSERT_EQ(r.result["status"], "exited") << r.exec.err;
   bool bandit = false;
   for (const auto& f : r.result["assessment"]["findings"]) bandit |= f["rule"].get<std::string>().rfind("bandit:", 0) == 0;
   EXPECT_TRUE(bandit) << "bandit is installed by scripts/setup.sh; its findings must merge: " << r.result["assessment"];
-  for (const auto& e : std::filesystem::directory_iterator("/tmp"))
+  for (const auto& e : std::filesystem::directory_iterator(tmp))
     EXPECT_EQ(e.path().filename().string().rfind("sandboxrun-assess-", 0), std::string::npos)
         << "the private copy given to bandit must be removed: " << e.path();
 }
