@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,32 @@ class Cgroup {
   // Limits that are not enforced exactly as asked, one sentence each with the fix (e.g. no cpu
   // controller, no swap accounting). Empty when everything requested is enforced.
   virtual std::vector<std::string> degradations() const = 0;
+};
+
+// Hides the cost of the first process move on cgroup v1. Every write to a v1 cgroup.procs takes
+// the kernel's global cgroup_threadgroup_rwsem for writing, and the first writer after a quiet
+// spell waits one RCU grace period (6-13 ms on the development VM); writers within about one
+// grace period of the previous one do not wait. The warm-up pays that wait on a background
+// thread while the launcher reads its config and assesses the code: it re-writes the launcher's
+// own pid into the v1 cgroup it is already in (a move that changes nothing), every few ms, until
+// stop() or a time cap. Purely a latency measure: where it cannot write (no v1 hierarchy, not
+// permitted) the thread ends and nothing else changes. No-op on pure cgroup v2 hosts, whose
+// runs are placed by clone3(CLONE_INTO_CGROUP) without any move.
+class MigrationWarmup {
+ public:
+  MigrationWarmup();
+  ~MigrationWarmup();
+  MigrationWarmup(const MigrationWarmup&) = delete;
+  MigrationWarmup& operator=(const MigrationWarmup&) = delete;
+  // Ends the thread (idempotent); call once the run's processes are placed.
+  void stop() noexcept;
+  // How many no-op moves were written (for tests and --verbose).
+  unsigned writes() const noexcept;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+  std::thread thread_;
 };
 
 // Creates the per-run cgroup named after run_id (letters, digits, '.', '_', '-') and applies

@@ -35,6 +35,8 @@ struct LaunchRequest {
   // shows nothing of the caller.
   char* wipe_begin = nullptr;
   char* wipe_end = nullptr;
+  // Started by the caller as early as it can; stopped once the sandbox is placed. May be null.
+  MigrationWarmup* cgroup_warmup = nullptr;
 };
 
 enum class RunStatus { exited, signaled, timeout, oom, error };

@@ -116,6 +116,9 @@ struct HostMounts {
   std::map<std::string, Mount> v1;          // controller ("memory", "cpu", ...) -> mount
 };
 HostMounts parse_mountinfo(std::string_view mountinfo);
+// The directory of a hierarchy path ("/a/b") under a mount, or nullopt when the mount does not
+// show that part of the hierarchy.
+std::optional<std::string> dir_of(const Mount& m, const std::string& cgroup_path);
 // Own cgroup path from /proc/self/cgroup text: hierarchy "" is v2 ("0::/x"), else a v1
 // controller name. nullopt when not listed.
 std::optional<std::string> own_cgroup(std::string_view proc_self_cgroup, const std::string& controller);

@@ -62,17 +62,6 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return out;
 }
 
-// The directory of a hierarchy path ("/a/b") under a mount, or nullopt when the mount does not
-// show that part of the hierarchy.
-std::optional<std::string> dir_of(const Mount& m, const std::string& cgroup_path) {
-  std::string root = m.root == "/" ? "" : m.root;
-  if (cgroup_path.compare(0, root.size(), root) != 0) return std::nullopt;
-  std::string rest = cgroup_path.substr(root.size());
-  if (!rest.empty() && rest[0] != '/') return std::nullopt;
-  if (rest == "/") rest.clear();
-  return m.mountpoint + rest;
-}
-
 // "a/b" from a configured parent; throws on ".." or empty components.
 std::string clean_relative(const std::string& parent) {
   std::string out;
@@ -210,6 +199,15 @@ Plan plan_v1(const CgroupSettings& settings, const HostMounts& mounts) {
 }
 
 }  // namespace
+
+std::optional<std::string> dir_of(const Mount& m, const std::string& cgroup_path) {
+  std::string root = m.root == "/" ? "" : m.root;
+  if (cgroup_path.compare(0, root.size(), root) != 0) return std::nullopt;
+  std::string rest = cgroup_path.substr(root.size());
+  if (!rest.empty() && rest[0] != '/') return std::nullopt;
+  if (rest == "/") rest.clear();
+  return m.mountpoint + rest;
+}
 
 HostMounts parse_mountinfo(std::string_view mountinfo) {
   HostMounts out;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <future>
 #include <iostream>
 
 #include "cli.hpp"
@@ -241,14 +242,29 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     ov.memory_bytes = m;
   }
 
+  // From here to the sandbox's placement is config, assessment and audit work: long enough to
+  // hide the cgroup v1 migration's grace period behind it.
+  MigrationWarmup cgroup_warmup;
   auto script = read_script(opt.file);
   if (!script) return exit_code::file_missing;
 
   SandboxConfig cfg;
   SecurityConfig security;
   std::optional<AuditLog> audit;
+  RunReport report;
+  HostResources host;
+  // The seccomp profile of the requested level compiles on a second thread while this one reads
+  // the assessor's rules; the assessment rarely changes the level, and when it does the other
+  // profile is compiled then. A compile error surfaces only if that profile is the one used.
+  std::filesystem::path early_profile;
+  std::future<SeccompProgram> early_seccomp;
   try {
     cfg = load_sandbox_config(find_config(opt.config));
+    report.trust_requested = opt.trust.empty() ? cfg.default_trust : *parse_trust(opt.trust);
+    host = probe_host_resources();
+    early_profile = resolve_spec(cfg, report.trust_requested, ov, host).seccomp_profile;
+    early_seccomp = std::async(std::launch::async,
+                               [early_profile] { return compile_seccomp_profile(early_profile, SeccompContext{}); });
     security = load_security_config(cfg.dir / "security.yaml", cfg.dir.parent_path());
     audit.emplace(AuditLog::open(load_audit_config(cfg.dir / "audit.yaml"),
                                  opt.audit_log ? std::optional<std::filesystem::path>(*opt.audit_log)
@@ -258,9 +274,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     return exit_code::setup_failed;
   }
 
-  RunReport report;
   report.run_id = new_run_id();
-  report.trust_requested = opt.trust.empty() ? cfg.default_trust : *parse_trust(opt.trust);
   const std::string name = base_name(opt.file);
   auto emit = [&](const RunReport& r) {
     if (!opt.json) return;
@@ -305,7 +319,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       spdlog::warn("assessment {} (score {}): running as {} instead of {}", to_string(assessment.level),
                    assessment.score, to_string(*steered), to_string(report.trust_requested));
 
-    SandboxSpec spec = resolve_spec(cfg, *steered, ov, probe_host_resources());
+    SandboxSpec spec = resolve_spec(cfg, *steered, ov, host);
     ResolvedImage img = resolve_image(opt.image ? *opt.image : cfg.image);
     apply_image(spec, img);
     if (spec.network.mode == NetworkMode::allowlist) {
@@ -328,6 +342,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     req.capture = opt.json;
     req.wipe_begin = wipe_begin;
     req.wipe_end = wipe_end;
+    req.cgroup_warmup = &cgroup_warmup;
     if (stats.enabled())
       req.on_sample = [&stats](const CgroupUsage& u, std::chrono::milliseconds t) { stats.write(u, t); };
     std::unique_ptr<net::EgressProxy> proxy;
@@ -335,7 +350,8 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       proxy = std::make_unique<net::EgressProxy>(std::move(listen_fd), spec.network);
       proxy->start();
     };
-    req.seccomp = compile_seccomp_profile(spec.seccomp_profile, SeccompContext{});
+    req.seccomp = spec.seccomp_profile == early_profile ? early_seccomp.get()
+                                                        : compile_seccomp_profile(spec.seccomp_profile, SeccompContext{});
 
     nlohmann::json limits = limits_to_json(spec);
     audit->append("run_start", report.run_id,

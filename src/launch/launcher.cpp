@@ -201,6 +201,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
 
   if (user_namespace) launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
   if (cgroup && !child.clone_into_cgroup) cgroup->add_process(child.pid);
+  if (req.cgroup_warmup) req.cgroup_warmup->stop();
   char go = 'G';
   // The write end stays open while we live: pid 1 checks it to know the launcher is alive.
   if (!write_all(sync.write.get(), &go, 1)) throw_errno("release the sandbox");

@@ -156,12 +156,13 @@ TEST(Lifecycle, NothingIsLeftBehind) {
   std::string mounts_before = sandboxrun::testing::read_text("/proc/self/mountinfo");
   // Other tests run in parallel and use /tmp: the launcher's temp files go to a private
   // TMPDIR (Bandit is on for one run so there is a temp copy to clean up), and in /tmp only
-  // names with the launcher's prefix count.
+  // names with the launcher's prefix count (sandboxrun-test-* are the harness's).
   auto launcher_entries = [] {
     std::set<std::string> names;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator("/tmp", ec))
-      if (e.path().filename().string().rfind("sandboxrun-", 0) == 0) names.insert(e.path().string());
+      if (std::string n = e.path().filename().string(); n.rfind("sandboxrun-", 0) == 0 && n.rfind("sandboxrun-test-", 0) != 0)
+        names.insert(e.path().string());
     return names;
   };
   auto before = launcher_entries();

@@ -544,7 +544,7 @@ TEST_P(PythonUnderProfile, OrdinaryWorkloadRuns) {
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3 on this host";
   const SeccompProgram prog = compile_seccomp_profile(GetParam(), SeccompContext{});
   // A file, not -c: multiprocessing's spawn method re-imports the main module by path.
-  char script[] = "/tmp/sandboxrun-seccomp-XXXXXX.py";
+  char script[] = "/tmp/sandboxrun-test-seccomp-XXXXXX.py";
   const int fd = mkstemps(script, 3);
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(write_all(fd, kPythonWorkload, strlen(kPythonWorkload)));
