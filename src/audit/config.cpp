@@ -191,19 +191,8 @@ std::string load_audit_key(const std::filesystem::path& key_file) {
     throw Error("audit key file " + p + " is accessible by group or others (mode " +
                     [&] { char b[8]; std::snprintf(b, sizeof b, "%04o", st.st_mode & 07777); return std::string(b); }() + ")",
                 "chmod 600 " + p);
-  std::string key;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("cannot read audit key file " + p);
-    }
-    if (n == 0) break;
-    key.append(buf, static_cast<size_t>(n));
-    if (key.size() > 4096) throw Error("audit key file " + p + " is larger than 4096 bytes",
-                                       "use 32 random bytes: head -c 32 /dev/urandom > " + p);
-  }
+  std::string key = read_fd(fd.get(), 4096, "audit key file " + p,
+                            "use 32 random bytes: head -c 32 /dev/urandom > " + p);
   if (key.size() < 16)
     throw Error("audit key file " + p + " holds fewer than 16 bytes",
                 "use 32 random bytes: head -c 32 /dev/urandom > " + p);
