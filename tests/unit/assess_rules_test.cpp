@@ -2,14 +2,15 @@
 // and verdict steering.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 
 #include "sandboxrun/assess.hpp"
 #include "sandboxrun/assess_rules.hpp"
 #include "sandboxrun/error.hpp"
+#include "test_util.hpp"
 
 using namespace sandboxrun;
+using test_util::TempDir;
 
 namespace {
 
@@ -29,23 +30,6 @@ bool has(const Assessment& a, std::string_view rule) {
 }
 
 std::string dump(const Assessment& a) { return a.to_json().dump(1); }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/assess-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name) << text;
-    return path_ / name;
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 }  // namespace
 
