@@ -42,10 +42,8 @@ class CgroupV2Mount : public ::testing::Test {
     if (!mounts.v2) GTEST_SKIP() << "no cgroup2 mount";
     parent_ = mounts.v2->mountpoint + "/sandboxrun-v2test-" + std::to_string(::getpid());
     ASSERT_EQ(::mkdir(parent_.c_str(), 0755), 0) << parent_;
-    std::string controllers = slurp(mounts.v2->mountpoint + "/cgroup.controllers");
-    while (!controllers.empty() && controllers.back() == '\n') controllers.pop_back();
     std::printf("[backend v2-dir] cgroup2 at %s, controllers: '%s'\n", mounts.v2->mountpoint.c_str(),
-                controllers.c_str());
+                test_util::slurp_value(mounts.v2->mountpoint + "/cgroup.controllers").c_str());
   }
   void TearDown() override {
     if (!parent_.empty()) ::rmdir(parent_.c_str());

@@ -29,6 +29,13 @@ inline void put(const fs::path& p, const std::string& content, mode_t mode = 064
 // The exact bytes of `p`; throws sandboxrun::Error (failing the test) when it cannot be read.
 inline std::string slurp(const fs::path& p) { return sandboxrun::read_file(p.string()); }
 
+// slurp() without the trailing newlines: the value of a one-line (e.g. cgroup control) file.
+inline std::string slurp_value(const fs::path& p) {
+  std::string s = slurp(p);
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it, read-only
 // subdirectories included, when the test is done.
 class TempDir {
