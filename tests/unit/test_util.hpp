@@ -37,11 +37,12 @@ inline std::string slurp_value(const fs::path& p) {
 }
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it, read-only
-// subdirectories included, when the test is done.
+// subdirectories included, when the test is done. Not named sandboxrun-*: the integration tests
+// count /tmp/sandboxrun-* entries as the launcher's leftovers.
 class TempDir {
  public:
-  explicit TempDir(const std::string& prefix = "sandboxrun-test") {
-    std::string tmpl = (fs::temp_directory_path() / (prefix + ".XXXXXX")).string();
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "unit-test.XXXXXX").string();
     if (!::mkdtemp(tmpl.data()))
       throw std::system_error(errno, std::generic_category(), "mkdtemp " + tmpl);
     path_ = tmpl;
