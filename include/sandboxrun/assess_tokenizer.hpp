@@ -74,6 +74,9 @@ class Tokenizer {
   Token next_fstring_text();
   bool at_line_start_indent(Token& out);
   void newline_at(size_t pos);  // pos is the '\r' or '\n'; advances past it
+  // At a backslash inside string text: steps over the escape (a backslash-newline continues the
+  // line). With keep_braces (f-string text) a backslash never hides a following '{' or '}'.
+  void skip_escape(bool keep_braces);
   void scan_string_body(char quote, bool triple, uint8_t& flags);
   Token scan_string(size_t begin, uint8_t flags);
   Token scan_name(size_t begin);

@@ -1,6 +1,7 @@
 // RAII owner of a file descriptor.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 
@@ -35,6 +36,9 @@ struct Pipe {
 // pipe2(O_CLOEXEC | extra_flags); throws Error on failure.
 Pipe make_pipe(int extra_flags = 0);
 
+// Reads `fd` to EOF, retrying on EINTR. Throws Error naming `what` (e.g. the path) when a read
+// fails, or when there is more than `limit` bytes (with `hint` as the fix).
+std::string read_fd(int fd, size_t limit, const std::string& what, const std::string& hint = {});
 // Whole-file helpers; throw Error naming the path.
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& content);

@@ -6,19 +6,12 @@
 #include "sandboxrun/assess.hpp"
 #include "sandboxrun/assess_rules.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/size.hpp"
-#include "yaml_util.hpp"
+#include "sandboxrun/fd.hpp"
+#include "sandboxrun/yaml_strict.hpp"
 
 namespace sandboxrun {
 
 namespace {
-
-using assess::detail::boolean;
-using assess::detail::check_keys;
-using assess::detail::Ctx;
-using assess::detail::integer;
-using assess::detail::number;
-using assess::detail::scalar;
 
 // Trust as a rank (untrusted 0 < unknown 1 < trusted 2); -1 is "refuse".
 int rank(std::optional<Trust> t) { return t ? static_cast<int>(*t) : -1; }
@@ -30,34 +23,26 @@ std::optional<Trust> trust_named(const std::string& s) {
   return std::nullopt;
 }
 
-uint64_t size_value(const YAML::Node& n, const Ctx& c) {
-  const std::string s = scalar(n, c, "a size such as 32m");
-  auto v = parse_size(s);
-  if (!v || *v == 0) c.fail("'" + s + "'", "a size such as 512k, 32m or 1g");
-  return *v;
-}
-
 }  // namespace
 
 SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
                                     const std::filesystem::path& project_root) {
-  YAML::Node root;
+  const StrictYaml y(security_yaml);
+  std::string text;
   try {
-    root = YAML::LoadFile(security_yaml.string());
-  } catch (const YAML::BadFile&) {
+    text = read_file(security_yaml.string());
+  } catch (const Error& e) {
     throw Error(security_yaml.string() + ": cannot read the security configuration",
-                "create it or point --config-dir at the directory that holds it", ENOENT);
-  } catch (const YAML::Exception& e) {
-    throw Error(security_yaml.string() + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg, "fix the YAML syntax");
+                "create it or point --config-dir at the directory that holds it", e.sys_errno());
   }
+  const YAML::Node root = y.parse(text);
   SecurityConfig cfg;
   cfg.source = security_yaml;
-  const Ctx top{security_yaml, "security.yaml"};
   try {
-    check_keys(root, {"rules", "thresholds", "verdicts", "override_trust", "limits", "bandit"}, top);
-    if (!root["rules"]) top.fail("missing rules", "rules: path of the assessor rules file");
+    y.check_keys(root, "", {"rules", "thresholds", "verdicts", "override_trust", "limits", "bandit"});
     {
-      const std::filesystem::path rel = scalar(root["rules"], top / "rules", "a path");
+      const YAML::Node n = y.require(root, "", "rules", "the path of the assessor rules file");
+      const std::filesystem::path rel = y.scalar(n, "rules", "a path");
       std::vector<std::filesystem::path> tried;
       if (rel.is_absolute()) {
         tried.push_back(rel);
@@ -70,81 +55,80 @@ SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
       if (cfg.rules_path.empty()) {
         std::string list;
         for (const auto& p : tried) list += (list.empty() ? "" : " or ") + p.string();
-        (top / "rules").fail("no rules file at " + list, "an existing rules file (relative to this file or the project root)");
+        y.fail(n, "rules", "an existing rules file (relative to this file or the project root)",
+               "'" + rel.string() + "', but there is no rules file at " + list);
       }
     }
     if (const auto t = root["thresholds"]) {
-      const Ctx c = top / "thresholds";
-      check_keys(t, {"medium", "high"}, c);
-      if (t["medium"]) cfg.medium_threshold = integer(t["medium"], c / "medium", 1, 100000);
-      if (t["high"]) cfg.high_threshold = integer(t["high"], c / "high", 1, 100000);
+      y.check_keys(t, "thresholds", {"medium", "high"});
+      if (t["medium"]) cfg.medium_threshold = static_cast<int>(y.integer(t["medium"], "thresholds.medium", 1, 100000));
+      if (t["high"]) cfg.high_threshold = static_cast<int>(y.integer(t["high"], "thresholds.high", 1, 100000));
       if (cfg.high_threshold < cfg.medium_threshold)
-        (c / "high").fail(std::to_string(cfg.high_threshold) + " is below medium " + std::to_string(cfg.medium_threshold),
-                          "high >= medium");
+        y.fail(t["high"] ? t["high"] : t, "thresholds.high",
+               "at least thresholds.medium (" + std::to_string(cfg.medium_threshold) + ")",
+               std::to_string(cfg.high_threshold));
     }
     if (const auto v = root["verdicts"]) {
-      const Ctx c = top / "verdicts";
-      check_keys(v, {"low", "medium", "high", "blocked"}, c);
-      const char* names[] = {"low", "medium", "high", "blocked"};
+      y.check_keys(v, "verdicts", {"low", "medium", "high", "blocked"});
+      const std::string names[] = {"low", "medium", "high", "blocked"};
       for (size_t i = 0; i < 4; ++i) {
         if (!v[names[i]]) continue;
-        const std::string s = scalar(v[names[i]], c / names[i]);
+        const std::string key = "verdicts." + names[i];
+        const std::string s = y.scalar(v[names[i]], key);
         if (s == "refuse") cfg.verdict_trust[i] = std::nullopt;
         else if (auto t = trust_named(s)) cfg.verdict_trust[i] = t;
-        else (c / names[i]).fail("'" + s + "'", "keep, trusted, unknown, untrusted or refuse");
+        else y.fail(v[names[i]], key, "keep, trusted, unknown, untrusted or refuse");
       }
       // A riskier verdict may never allow more than a safer one.
       for (size_t i = 1; i < 4; ++i)
         if (rank(cfg.verdict_trust[i]) > rank(cfg.verdict_trust[i - 1]))
-          (c / names[i]).fail("looser than verdicts." + std::string(names[i - 1]),
-                              "each level at most as permissive as the level below it");
+          y.fail(v[names[i]] ? v[names[i]] : v, "verdicts." + names[i],
+                 "a level at most as permissive as verdicts." + names[i - 1],
+                 (v[names[i]] ? "'" + v[names[i]].Scalar() + "'" : std::string("the default")) +
+                     ", looser than verdicts." + names[i - 1]);
     }
-    if (root["override_trust"]) {
-      const std::string s = scalar(root["override_trust"], top / "override_trust");
+    if (const auto n = root["override_trust"]) {
+      const std::string s = y.scalar(n, "override_trust");
       auto t = trust_named(s);
-      if (!t || s == "keep") (top / "override_trust").fail("'" + s + "'", "untrusted, unknown or trusted");
+      if (!t || s == "keep") y.fail(n, "override_trust", "untrusted, unknown or trusted");
       cfg.override_trust = *t;
     }
     if (const auto l = root["limits"]) {
-      const Ctx c = top / "limits";
-      check_keys(l, {"max_bytes", "long_line", "wide_gap", "entropy_min_length", "entropy_bits", "max_nesting",
-                     "max_fragment_depth", "max_fragment_bytes", "max_findings_per_rule"},
-                 c);
+      y.check_keys(l, "limits", {"max_bytes", "long_line", "wide_gap", "entropy_min_length", "entropy_bits", "max_nesting",
+                                 "max_fragment_depth", "max_fragment_bytes", "max_findings_per_rule"});
       auto& a = cfg.limits;
-      if (l["max_bytes"]) cfg.max_bytes = size_value(l["max_bytes"], c / "max_bytes");
-      if (l["long_line"]) a.long_line = static_cast<uint32_t>(integer(l["long_line"], c / "long_line", 80, 1 << 24));
-      if (l["wide_gap"]) a.wide_gap = static_cast<uint32_t>(integer(l["wide_gap"], c / "wide_gap", 8, 1 << 20));
-      if (l["entropy_min_length"])
-        a.entropy_min_length = static_cast<uint32_t>(integer(l["entropy_min_length"], c / "entropy_min_length", 16, 1 << 24));
-      if (l["entropy_bits"]) a.entropy_bits = number(l["entropy_bits"], c / "entropy_bits", 0.5, 8.0);
-      if (l["max_nesting"]) a.max_nesting = static_cast<uint32_t>(integer(l["max_nesting"], c / "max_nesting", 8, 100000));
-      if (l["max_fragment_depth"])
-        a.max_fragment_depth = static_cast<uint32_t>(integer(l["max_fragment_depth"], c / "max_fragment_depth", 0, 8));
-      if (l["max_fragment_bytes"]) a.max_fragment_bytes = size_value(l["max_fragment_bytes"], c / "max_fragment_bytes");
-      if (l["max_findings_per_rule"])
-        cfg.max_findings_per_rule = static_cast<uint32_t>(integer(l["max_findings_per_rule"], c / "max_findings_per_rule", 1, 10000));
+      auto u32 = [&](const char* name, uint64_t lo, uint64_t hi) {
+        return static_cast<uint32_t>(y.integer(l[name], "limits." + std::string(name), lo, hi));
+      };
+      if (l["max_bytes"]) cfg.max_bytes = y.size(l["max_bytes"], "limits.max_bytes", 1);
+      if (l["long_line"]) a.long_line = u32("long_line", 80, 1 << 24);
+      if (l["wide_gap"]) a.wide_gap = u32("wide_gap", 8, 1 << 20);
+      if (l["entropy_min_length"]) a.entropy_min_length = u32("entropy_min_length", 16, 1 << 24);
+      if (l["entropy_bits"]) a.entropy_bits = y.number(l["entropy_bits"], "limits.entropy_bits", 0.5, 8.0);
+      if (l["max_nesting"]) a.max_nesting = u32("max_nesting", 8, 100000);
+      if (l["max_fragment_depth"]) a.max_fragment_depth = u32("max_fragment_depth", 0, 8);
+      if (l["max_fragment_bytes"]) a.max_fragment_bytes = y.size(l["max_fragment_bytes"], "limits.max_fragment_bytes", 1);
+      if (l["max_findings_per_rule"]) cfg.max_findings_per_rule = u32("max_findings_per_rule", 1, 10000);
     }
     if (const auto b = root["bandit"]) {
-      const Ctx c = top / "bandit";
-      check_keys(b, {"enabled", "command", "timeout", "scores"}, c);
+      y.check_keys(b, "bandit", {"enabled", "command", "timeout", "scores"});
       auto& s = cfg.bandit;
-      if (b["enabled"]) s.enabled = boolean(b["enabled"], c / "enabled");
+      if (b["enabled"]) s.enabled = y.boolean(b["enabled"], "bandit.enabled");
       if (b["command"]) {
-        s.command = scalar(b["command"], c / "command");
-        if (s.command.empty()) (c / "command").fail("empty", "bandit, or a path to it");
+        s.command = y.scalar(b["command"], "bandit.command");
+        if (s.command.empty()) y.fail(b["command"], "bandit.command", "bandit, or a path to it");
       }
       if (b["timeout"])
-        s.timeout = std::chrono::milliseconds(static_cast<int64_t>(number(b["timeout"], c / "timeout", 0.1, 3600) * 1000));
+        s.timeout = std::chrono::milliseconds(static_cast<int64_t>(y.number(b["timeout"], "bandit.timeout", 0.1, 3600) * 1000));
       if (const auto sc = b["scores"]) {
-        const Ctx cs = c / "scores";
-        check_keys(sc, {"low", "medium", "high"}, cs);
-        if (sc["low"]) s.score_low = integer(sc["low"], cs / "low", 0, 1000);
-        if (sc["medium"]) s.score_medium = integer(sc["medium"], cs / "medium", 0, 1000);
-        if (sc["high"]) s.score_high = integer(sc["high"], cs / "high", 0, 1000);
+        y.check_keys(sc, "bandit.scores", {"low", "medium", "high"});
+        if (sc["low"]) s.score_low = static_cast<int>(y.integer(sc["low"], "bandit.scores.low", 0, 1000));
+        if (sc["medium"]) s.score_medium = static_cast<int>(y.integer(sc["medium"], "bandit.scores.medium", 0, 1000));
+        if (sc["high"]) s.score_high = static_cast<int>(y.integer(sc["high"], "bandit.scores.high", 0, 1000));
       }
     }
   } catch (const YAML::Exception& e) {
-    throw Error(security_yaml.string() + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg, "fix security.yaml");
+    throw Error(y.where(e.mark) + ": " + e.msg, "fix " + security_yaml.string());
   }
   cfg.rules = std::make_shared<const assess::RuleSet>(assess::RuleSet::load(cfg.rules_path));
   return cfg;

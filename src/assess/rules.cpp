@@ -4,27 +4,34 @@
 #include <set>
 
 #include "internal.hpp"
-#include "yaml_util.hpp"
 #include "sandboxrun/assess_rules.hpp"
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/fd.hpp"
+#include "sandboxrun/yaml_strict.hpp"
 
 namespace sandboxrun::assess {
 
 namespace {
 
-using detail::Ctx;
-using detail::boolean;
-using detail::check_keys;
-using detail::integer;
-using detail::scalar;
-using detail::string_list;
-
 constexpr size_t kWindow = 4096;
 constexpr size_t kStep = 3072;
 
-Pattern pattern(const YAML::Node& n, const Ctx& c) {
+// A string or a list of strings: at least one, none empty.
+std::vector<std::string> string_list(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
+  const std::string expected = "a non-empty string or a list of non-empty strings";
+  std::vector<std::string> out;
+  if (n.IsScalar()) out.push_back(n.Scalar());
+  else if (n.IsSequence()) out = y.strings(n, key);
+  else y.fail(n, key, expected);
+  if (out.empty()) y.fail(n, key, expected, "an empty list");
+  for (const auto& s : out)
+    if (s.empty()) y.fail(n, key, expected, "an empty string");
+  return out;
+}
+
+Pattern pattern(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
   Pattern p;
-  p.text = scalar(n, c, "a regular expression");
+  p.text = y.scalar(n, key, "a regular expression");
   std::string_view body = p.text;
   auto flags = std::regex::ECMAScript;
   if (body.starts_with("(?i)")) {
@@ -34,80 +41,84 @@ Pattern pattern(const YAML::Node& n, const Ctx& c) {
   try {
     p.re = std::regex(std::string(body), flags);
   } catch (const std::regex_error& e) {
-    c.fail("bad regular expression '" + p.text + "': " + e.what(), "an ECMAScript regular expression");
+    y.fail(n, key, "an ECMAScript regular expression",
+           "'" + p.text + "', a bad regular expression (" + e.what() + ")");
   }
   return p;
 }
 
-Severity severity(const YAML::Node& n, const Ctx& c) {
-  const std::string s = scalar(n, c);
+Severity severity(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
+  const std::string s = y.scalar(n, key);
   for (auto v : {Severity::info, Severity::low, Severity::medium, Severity::high, Severity::critical})
     if (s == to_string(v)) return v;
-  c.fail("severity '" + s + "'", "info, low, medium, high or critical");
+  y.fail(n, key, "info, low, medium, high or critical");
 }
 
-ArgCondition arg_condition(const YAML::Node& n, const Ctx& c) {
-  check_keys(n, {"index", "keyword", "any", "contains", "regex", "equals", "not_in", "dynamic", "decoded", "folded", "present"}, c);
+ArgCondition arg_condition(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
+  y.check_keys(n, key, {"index", "keyword", "any", "contains", "regex", "equals", "not_in", "dynamic", "decoded", "folded", "present"});
   ArgCondition a;
-  if (n["index"]) a.index = integer(n["index"], c / "index", 0, 31);
-  if (n["keyword"]) a.keyword = scalar(n["keyword"], c / "keyword");
-  if (n["any"]) a.any = boolean(n["any"], c / "any");
-  if (a.index < 0 && a.keyword.empty() && !a.any) c.fail("no argument selected", "index, keyword or any: true");
-  if (n["contains"]) a.contains = string_list(n["contains"], c / "contains");
-  if (n["regex"]) a.regex = pattern(n["regex"], c / "regex");
-  if (n["equals"]) a.equals = string_list(n["equals"], c / "equals");
-  if (n["not_in"]) a.not_in = string_list(n["not_in"], c / "not_in");
-  if (n["dynamic"]) a.dynamic = boolean(n["dynamic"], c / "dynamic");
-  if (n["decoded"]) a.decoded = boolean(n["decoded"], c / "decoded");
-  if (n["folded"]) a.folded = boolean(n["folded"], c / "folded");
-  if (n["present"]) a.present = boolean(n["present"], c / "present");
+  if (n["index"]) a.index = static_cast<int>(y.integer(n["index"], key + ".index", 0, 31));
+  if (n["keyword"]) a.keyword = y.scalar(n["keyword"], key + ".keyword");
+  if (n["any"]) a.any = y.boolean(n["any"], key + ".any");
+  if (a.index < 0 && a.keyword.empty() && !a.any)
+    y.fail(n, key, "index, keyword or any: true", "no argument selected");
+  if (n["contains"]) a.contains = string_list(y, n["contains"], key + ".contains");
+  if (n["regex"]) a.regex = pattern(y, n["regex"], key + ".regex");
+  if (n["equals"]) a.equals = string_list(y, n["equals"], key + ".equals");
+  if (n["not_in"]) a.not_in = string_list(y, n["not_in"], key + ".not_in");
+  if (n["dynamic"]) a.dynamic = y.boolean(n["dynamic"], key + ".dynamic");
+  if (n["decoded"]) a.decoded = y.boolean(n["decoded"], key + ".decoded");
+  if (n["folded"]) a.folded = y.boolean(n["folded"], key + ".folded");
+  if (n["present"]) a.present = y.boolean(n["present"], key + ".present");
   return a;
 }
 
-void parse_match(const YAML::Node& m, Rule& r, const Ctx& c) {
-  check_keys(m, {"call", "reference", "import", "string", "detector", "all_of", "args", "unbounded_loop", "not_called"}, c);
+void parse_match(const StrictYaml& y, const YAML::Node& m, Rule& r, const std::string& key) {
+  y.check_keys(m, key, {"call", "reference", "import", "string", "detector", "all_of", "args", "unbounded_loop", "not_called"});
   int kinds = 0;
   for (const char* k : {"call", "reference", "import", "string", "detector", "all_of"}) kinds += m[k] ? 1 : 0;
-  if (kinds != 1) c.fail("needs exactly one of call, reference, import, string, detector, all_of", "one match kind per rule");
-  if ((m["args"] || m["unbounded_loop"]) && !m["call"]) c.fail("args and unbounded_loop apply to call only", "a call match");
-  if (m["not_called"] && !m["reference"]) c.fail("not_called applies to reference only", "a reference match");
+  if (kinds != 1)
+    y.fail(m, key, "exactly one of call, reference, import, string, detector, all_of", std::to_string(kinds) + " of them");
+  if ((m["args"] || m["unbounded_loop"]) && !m["call"])
+    y.fail(m, key, "a call match (args and unbounded_loop apply to call only)", "args or unbounded_loop without call");
+  if (m["not_called"] && !m["reference"])
+    y.fail(m, key, "a reference match (not_called applies to reference only)", "not_called without reference");
   if (m["call"]) {
     r.type = Rule::Type::call;
-    r.names = string_list(m["call"], c / "call");
-    if (m["args"]) {
-      if (!m["args"].IsSequence()) (c / "args").fail("not a list", "a list of argument conditions");
-      size_t i = 0;
-      for (const auto& a : m["args"]) r.args.push_back(arg_condition(a, Ctx{c.file, c.where + ".args[" + std::to_string(i++) + "]"}));
+    r.names = string_list(y, m["call"], key + ".call");
+    if (const auto args = m["args"]) {
+      if (!args.IsSequence()) y.fail(args, key + ".args", "a list of argument conditions");
+      for (size_t i = 0; i < args.size(); ++i)
+        r.args.push_back(arg_condition(y, args[i], key + ".args[" + std::to_string(i) + "]"));
     }
-    if (m["unbounded_loop"]) r.unbounded_loop = boolean(m["unbounded_loop"], c / "unbounded_loop");
+    if (m["unbounded_loop"]) r.unbounded_loop = y.boolean(m["unbounded_loop"], key + ".unbounded_loop");
   } else if (m["reference"]) {
     r.type = Rule::Type::reference;
-    r.names = string_list(m["reference"], c / "reference");
-    if (m["not_called"]) r.not_called = boolean(m["not_called"], c / "not_called");
+    r.names = string_list(y, m["reference"], key + ".reference");
+    if (m["not_called"]) r.not_called = y.boolean(m["not_called"], key + ".not_called");
   } else if (m["import"]) {
     r.type = Rule::Type::import;
-    r.names = string_list(m["import"], c / "import");
-  } else if (m["string"]) {
+    r.names = string_list(y, m["import"], key + ".import");
+  } else if (const auto s = m["string"]) {
     r.type = Rule::Type::string;
-    const YAML::Node s = m["string"];
-    Ctx sc{c.file, c.where + ".string"};
-    check_keys(s, {"contains", "regex"}, sc);
-    if (s["contains"]) r.contains = string_list(s["contains"], sc / "contains");
-    if (s["regex"]) r.regex = pattern(s["regex"], sc / "regex");
-    if (r.contains.empty() && !r.regex) sc.fail("empty", "contains and/or regex");
-  } else if (m["detector"]) {
+    const std::string skey = key + ".string";
+    y.check_keys(s, skey, {"contains", "regex"});
+    if (s["contains"]) r.contains = string_list(y, s["contains"], skey + ".contains");
+    if (s["regex"]) r.regex = pattern(y, s["regex"], skey + ".regex");
+    if (r.contains.empty() && !r.regex) y.fail(s, skey, "contains and/or regex", "neither");
+  } else if (const auto d = m["detector"]) {
     r.type = Rule::Type::detector;
-    Ctx dc{c.file, c.where + ".detector"};
-    const std::string name = scalar(m["detector"], dc);
+    const std::string name = y.scalar(d, key + ".detector");
     std::string known;
-    for (size_t d = 0; d < static_cast<size_t>(Detector::count_); ++d) {
-      known += (known.empty() ? "" : ", ") + std::string(to_string(static_cast<Detector>(d)));
-      if (name == to_string(static_cast<Detector>(d))) r.detector = static_cast<Detector>(d);
+    for (size_t i = 0; i < static_cast<size_t>(Detector::count_); ++i) {
+      known += (known.empty() ? "" : ", ") + std::string(to_string(static_cast<Detector>(i)));
+      if (name == to_string(static_cast<Detector>(i))) r.detector = static_cast<Detector>(i);
     }
-    if (r.detector == Detector::count_) dc.fail("unknown detector '" + name + "'", "one of: " + known);
+    if (r.detector == Detector::count_)
+      y.fail(d, key + ".detector", "one of: " + known, "an unknown detector '" + name + "'");
   } else {
     r.type = Rule::Type::combo;
-    for (const auto& group : string_list(m["all_of"], c / "all_of")) {
+    for (const auto& group : string_list(y, m["all_of"], key + ".all_of")) {
       std::vector<std::string> alts;
       size_t b = 0;
       for (size_t e; (e = group.find('|', b)) != std::string::npos; b = e + 1) alts.push_back(group.substr(b, e - b));
@@ -191,50 +202,55 @@ bool Glob::match(std::string_view name) const noexcept {
 }
 
 RuleSet RuleSet::load(const std::filesystem::path& file) {
-  YAML::Node root;
+  const StrictYaml y(file);
+  std::string text;
   try {
-    root = YAML::LoadFile(file.string());
-  } catch (const YAML::BadFile&) {
-    throw Error(file.string() + ": cannot read the assessor rules file", "check the rules: key in security.yaml", ENOENT);
-  } catch (const YAML::Exception& e) {
-    throw Error(file.string() + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg, "fix the YAML syntax");
+    text = read_file(file.string());
+  } catch (const Error& e) {
+    throw Error(file.string() + ": cannot read the assessor rules file", "check the rules: key in security.yaml",
+                e.sys_errno());
   }
+  const YAML::Node root = y.parse(text);
   RuleSet set;
   try {
-    Ctx top{file, "top level"};
-    check_keys(root, {"version", "rules"}, top);
-    if (!root["version"] || integer(root["version"], Ctx{file, "version"}, 1, 1) != 1) top.fail("missing version", "version: 1");
-    if (!root["rules"] || !root["rules"].IsSequence()) top.fail("missing rules", "rules: a list of rules");
+    y.check_keys(root, "", {"version", "rules"});
+    y.integer(y.require(root, "", "version", "1 (the rules format version)"), "version", 1, 1);
+    const YAML::Node list = y.require(root, "", "rules", "a list of rules");
+    if (!list.IsSequence()) y.fail(list, "rules", "a list of rules");
     std::set<std::string> ids;
-    size_t i = 0;
-    for (const auto& n : root["rules"]) {
-      Ctx c{file, "rules[" + std::to_string(i++) + "]"};
-      if (!n.IsMap()) c.fail("not a mapping", "a rule mapping");
+    std::vector<YAML::Node> all_of_nodes;  // per rule, for the tag check below
+    for (size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node n = list[i];
+      std::string key = "rules[" + std::to_string(i) + "]";
+      if (!n.IsMap()) y.fail(n, key, "a rule mapping");
       Rule r;
-      if (n["id"]) r.id = scalar(n["id"], c / "id");
-      if (r.id.empty()) c.fail("missing id", "id: a unique rule id");
-      c.where = "rule '" + r.id + "'";
-      check_keys(n, {"id", "severity", "score", "message", "tags", "report", "match"}, c);
-      if (!ids.insert(r.id).second) c.fail("duplicate id", "unique rule ids");
-      for (const char* k : {"severity", "score", "message", "match"})
-        if (!n[k]) c.fail(std::string("missing ") + k, std::string(k) + ": ...");
-      r.severity = severity(n["severity"], c / "severity");
-      r.score = integer(n["score"], c / "score", 0, 1000);
-      r.message = scalar(n["message"], c / "message");
-      if (n["tags"]) r.tags = string_list(n["tags"], c / "tags");
-      if (n["report"]) r.report = boolean(n["report"], c / "report");
-      parse_match(n["match"], r, c / "match");
+      const YAML::Node id = y.require(n, key, "id", "a unique rule id");
+      r.id = y.scalar(id, key + ".id", "a unique rule id");
+      if (r.id.empty()) y.fail(id, key + ".id", "a unique rule id");
+      key = "rule '" + r.id + "'";
+      y.check_keys(n, key, {"id", "severity", "score", "message", "tags", "report", "match"});
+      if (!ids.insert(r.id).second) y.fail(id, key + ".id", "a unique rule id", "a duplicate id");
+      r.severity = severity(y, y.require(n, key, "severity", "info, low, medium, high or critical"), key + ".severity");
+      r.score = static_cast<int>(y.integer(y.require(n, key, "score", "a score from 0 to 1000"), key + ".score", 0, 1000));
+      r.message = y.scalar(y.require(n, key, "message", "a message"), key + ".message");
+      if (n["tags"]) r.tags = string_list(y, n["tags"], key + ".tags");
+      if (n["report"]) r.report = y.boolean(n["report"], key + ".report");
+      const YAML::Node match = y.require(n, key, "match", "a match mapping");
+      parse_match(y, match, r, key + ".match");
+      all_of_nodes.push_back(match["all_of"]);
       set.rules_.push_back(std::move(r));
     }
     // Combination rules may only name tags that some rule sets (catches typos).
     std::set<std::string, std::less<>> tags;
     for (const auto& r : set.rules_) tags.insert(r.tags.begin(), r.tags.end());
-    for (const auto& r : set.rules_)
-      for (const auto& g : r.all_of)
+    for (size_t k = 0; k < set.rules_.size(); ++k)
+      for (const auto& g : set.rules_[k].all_of)
         for (const auto& t : g)
-          if (!tags.count(t)) Ctx{file, "rule '" + r.id + "'.match.all_of"}.fail("unknown tag '" + t + "'", "a tag set by another rule's tags:");
+          if (!tags.count(t))
+            y.fail(all_of_nodes[k], "rule '" + set.rules_[k].id + "'.match.all_of",
+                   "tags that some rule sets in its tags", "an unknown tag '" + t + "'");
   } catch (const YAML::Exception& e) {
-    throw Error(file.string() + ": line " + std::to_string(e.mark.line + 1) + ": " + e.msg, "fix the rules file");
+    throw Error(y.where(e.mark) + ": " + e.msg, "fix the rules file");
   }
   Index& ix = set.index_;
   ix.detectors.resize(static_cast<size_t>(Detector::count_));

@@ -402,18 +402,22 @@ Token Tokenizer::scan_string(size_t b, uint8_t flags) {
   return make(TokKind::string, b, flags);
 }
 
+void Tokenizer::skip_escape(bool keep_braces) {
+  if (pos_ + 1 >= src_.size()) {
+    ++pos_;
+  } else if (is_newline(src_[pos_ + 1])) {
+    newline_at(pos_ + 1);
+  } else {
+    pos_ += (keep_braces && (src_[pos_ + 1] == '{' || src_[pos_ + 1] == '}')) ? 1 : 2;
+  }
+}
+
 void Tokenizer::scan_string_body(char q, bool triple, uint8_t& flags) {
   const size_t n = src_.size();
   while (pos_ < n) {
     char c = src_[pos_];
     if (c == '\\') {
-      if (pos_ + 1 >= n) {
-        ++pos_;
-      } else if (is_newline(src_[pos_ + 1])) {
-        newline_at(pos_ + 1);
-      } else {
-        pos_ += 2;
-      }
+      skip_escape(false);
     } else if (c == q) {
       if (!triple) {
         ++pos_;
@@ -445,14 +449,7 @@ Token Tokenizer::next_fstring_text() {
   while (pos_ < n) {
     char c = src_[pos_];
     if (c == '\\') {
-      if (pos_ + 1 >= n) {
-        ++pos_;
-      } else if (is_newline(src_[pos_ + 1])) {
-        newline_at(pos_ + 1);
-      } else {
-        // A backslash never hides a brace: f"\{x}" still opens a field.
-        pos_ += (src_[pos_ + 1] == '{' || src_[pos_ + 1] == '}') ? 1 : 2;
-      }
+      skip_escape(true);  // f"\{x}" still opens a field
     } else if (c == '{' || c == '}') {
       if (f.mode == Mode::fstring && pos_ + 1 < n && src_[pos_ + 1] == c) {
         pos_ += 2;

@@ -12,7 +12,7 @@
 #include "sandboxrun/audit.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
-#include "sandboxrun/size.hpp"
+#include "sandboxrun/yaml_strict.hpp"
 
 namespace sandboxrun {
 
@@ -27,92 +27,26 @@ const char* to_string(AuditSync s) {
 
 namespace {
 
-class YamlReader {
- public:
-  explicit YamlReader(std::filesystem::path file) : file_(std::move(file)) {}
+// "0", "90s", "30m", "12h", "7d", "2w" (a bare number is seconds).
+std::chrono::seconds duration(const StrictYaml& r, const YAML::Node& n, const std::string& key) {
+  const std::string expected = "a duration like 3600, 90s, 30m, 12h, 7d or 2w (0 disables)";
+  const std::string s = r.scalar(n, key, expected);
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc()) r.fail(n, key, expected);
+  std::string_view unit(ptr, static_cast<size_t>(s.data() + s.size() - ptr));
+  static const std::map<std::string_view, uint64_t> units = {
+      {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800}};
+  auto it = units.find(unit);
+  if (it == units.end() || v > (uint64_t{1} << 40) / it->second) r.fail(n, key, expected);
+  return std::chrono::seconds(static_cast<int64_t>(v * it->second));
+}
 
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& key,
-                         const std::string& expected) const {
-    std::string where = file_.string();
-    if (node.IsDefined() && node.Mark().line >= 0) where += ":" + std::to_string(node.Mark().line + 1);
-    std::string got;
-    if (node.IsScalar()) got = ", got '" + node.Scalar() + "'";
-    else if (node.IsMap()) got = ", got a mapping";
-    else if (node.IsSequence()) got = ", got a list";
-    throw Error(where + ": key '" + key + "': expected " + expected + got,
-                "fix the value in " + file_.string());
-  }
-
-  // Checks that `map` is a mapping whose keys are all in `known`.
-  void keys(const YAML::Node& map, const std::string& prefix,
-            std::initializer_list<std::string_view> known) const {
-    if (!map.IsMap()) fail(map, prefix.empty() ? "(top level)" : prefix, "a mapping");
-    for (const auto& kv : map) {
-      std::string k = kv.first.Scalar();
-      bool ok = false;
-      for (auto name : known) ok = ok || k == name;
-      if (!ok) {
-        std::string list;
-        for (auto name : known) list += (list.empty() ? "" : ", ") + std::string(name);
-        fail(kv.first, prefix.empty() ? k : prefix + "." + k, "one of the known keys (" + list + ")");
-      }
-    }
-  }
-
-  std::string scalar(const YAML::Node& n, const std::string& key, const std::string& expected) const {
-    if (!n.IsScalar()) fail(n, key, expected);
-    return n.Scalar();
-  }
-
-  uint64_t integer(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi) const {
-    std::string expected = "a whole number between " + std::to_string(lo) + " and " + std::to_string(hi);
-    std::string s = scalar(n, key, expected);
-    uint64_t v = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || v < lo || v > hi)
-      fail(n, key, expected);
-    return v;
-  }
-
-  bool boolean(const YAML::Node& n, const std::string& key) const {
-    std::string s = scalar(n, key, "true or false");
-    if (s == "true") return true;
-    if (s == "false") return false;
-    fail(n, key, "true or false");
-  }
-
-  uint64_t size(const YAML::Node& n, const std::string& key) const {
-    const std::string expected = "a size like 64m or 1g (0 disables)";
-    auto v = parse_size(scalar(n, key, expected));
-    if (!v) fail(n, key, expected);
-    return *v;
-  }
-
-  // "0", "90s", "30m", "12h", "7d", "2w" (a bare number is seconds).
-  std::chrono::seconds duration(const YAML::Node& n, const std::string& key) const {
-    const std::string expected = "a duration like 3600, 90s, 30m, 12h, 7d or 2w (0 disables)";
-    std::string s = scalar(n, key, expected);
-    uint64_t v = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc()) fail(n, key, expected);
-    std::string_view unit(ptr, static_cast<size_t>(s.data() + s.size() - ptr));
-    static const std::map<std::string_view, uint64_t> units = {
-        {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800}};
-    auto it = units.find(unit);
-    if (it == units.end() || v > (uint64_t{1} << 40) / it->second) fail(n, key, expected);
-    return std::chrono::seconds(static_cast<int64_t>(v * it->second));
-  }
-
-  std::filesystem::path path(const YAML::Node& n, const std::string& key) const {
-    std::string s = scalar(n, key, "a path (or \"\" for the default)");
-    if (s.empty()) return {};
-    std::filesystem::path p(s);
-    return p.is_absolute() ? p : file_.parent_path() / p;
-  }
-
- private:
-  std::filesystem::path file_;
-};
+// A path relative to the file; "" keeps the default (an empty path).
+std::filesystem::path config_path(const StrictYaml& r, const YAML::Node& n, const std::string& key) {
+  const std::string s = r.scalar(n, key, "a path (or \"\" for the default)");
+  return s.empty() ? std::filesystem::path() : r.resolve(s);
+}
 
 }  // namespace
 
@@ -120,17 +54,11 @@ AuditConfig load_audit_config(const std::filesystem::path& file) {
   AuditConfig cfg;
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return cfg;
-  YAML::Node root;
-  try {
-    root = YAML::Load(read_file(file.string()));
-  } catch (const YAML::Exception& e) {
-    throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg,
-                "fix the syntax of " + file.string());
-  }
+  const StrictYaml r(file);
+  const YAML::Node root = r.parse(read_file(file.string()));
   if (root.IsNull()) return cfg;
-  YamlReader r(file);
-  r.keys(root, "", {"path", "sync", "sync_batch", "key_file", "store_code", "checkpoint", "rotation"});
-  if (auto n = root["path"]) cfg.path = r.path(n, "path");
+  r.check_keys(root, "", {"path", "sync", "sync_batch", "key_file", "store_code", "checkpoint", "rotation"});
+  if (auto n = root["path"]) cfg.path = config_path(r, n, "path");
   if (auto n = root["sync"]) {
     std::string s = r.scalar(n, "sync", "each, batch or none");
     if (s == "each") cfg.sync = AuditSync::each;
@@ -139,24 +67,24 @@ AuditConfig load_audit_config(const std::filesystem::path& file) {
     else r.fail(n, "sync", "each, batch or none");
   }
   if (auto n = root["sync_batch"]) cfg.sync_batch = r.integer(n, "sync_batch", 1, 1000000);
-  if (auto n = root["key_file"]) cfg.key_file = r.path(n, "key_file");
+  if (auto n = root["key_file"]) cfg.key_file = config_path(r, n, "key_file");
   if (auto n = root["store_code"]) cfg.store_code = r.boolean(n, "store_code");
   if (auto cp = root["checkpoint"]) {
-    r.keys(cp, "checkpoint", {"every", "anchor", "syslog"});
+    r.check_keys(cp, "checkpoint", {"every", "anchor", "syslog"});
     if (auto n = cp["every"]) cfg.checkpoint_every = r.integer(n, "checkpoint.every", 0, 1000000000);
-    if (auto n = cp["anchor"]) cfg.anchor = r.path(n, "checkpoint.anchor");
+    if (auto n = cp["anchor"]) cfg.anchor = config_path(r, n, "checkpoint.anchor");
     if (auto n = cp["syslog"]) cfg.syslog = r.boolean(n, "checkpoint.syslog");
   }
   if (auto rot = root["rotation"]) {
-    r.keys(rot, "rotation", {"max_size", "max_age", "keep_files", "keep_age"});
+    r.check_keys(rot, "rotation", {"max_size", "max_age", "keep_files", "keep_age"});
     if (auto n = rot["max_size"]) {
       cfg.rotate_max_bytes = r.size(n, "rotation.max_size");
       if (cfg.rotate_max_bytes != 0 && cfg.rotate_max_bytes < 4096)
         r.fail(n, "rotation.max_size", "0 or at least 4k");
     }
-    if (auto n = rot["max_age"]) cfg.rotate_max_age = r.duration(n, "rotation.max_age");
+    if (auto n = rot["max_age"]) cfg.rotate_max_age = duration(r, n, "rotation.max_age");
     if (auto n = rot["keep_files"]) cfg.keep_files = r.integer(n, "rotation.keep_files", 0, 1000000);
-    if (auto n = rot["keep_age"]) cfg.keep_age = r.duration(n, "rotation.keep_age");
+    if (auto n = rot["keep_age"]) cfg.keep_age = duration(r, n, "rotation.keep_age");
   }
   return cfg;
 }
@@ -191,19 +119,8 @@ std::string load_audit_key(const std::filesystem::path& key_file) {
     throw Error("audit key file " + p + " is accessible by group or others (mode " +
                     [&] { char b[8]; std::snprintf(b, sizeof b, "%04o", st.st_mode & 07777); return std::string(b); }() + ")",
                 "chmod 600 " + p);
-  std::string key;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("cannot read audit key file " + p);
-    }
-    if (n == 0) break;
-    key.append(buf, static_cast<size_t>(n));
-    if (key.size() > 4096) throw Error("audit key file " + p + " is larger than 4096 bytes",
-                                       "use 32 random bytes: head -c 32 /dev/urandom > " + p);
-  }
+  std::string key = read_fd(fd.get(), 4096, "audit key file " + p,
+                            "use 32 random bytes: head -c 32 /dev/urandom > " + p);
   if (key.size() < 16)
     throw Error("audit key file " + p + " holds fewer than 16 bytes",
                 "use 32 random bytes: head -c 32 /dev/urandom > " + p);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <thread>
 
 #include "cgroup_impl.hpp"
@@ -33,18 +34,11 @@ void backoff(int round) noexcept {
 std::optional<std::string> read_ctl(int dirfd, const std::string& name) noexcept {
   UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd) return std::nullopt;
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+  try {
+    return read_fd(fd.get(), SIZE_MAX, name);
+  } catch (const std::exception&) {
+    return std::nullopt;
   }
-  return out;
 }
 
 void write_ctl(int dirfd, const std::string& dir, const std::string& name, const std::string& value) {

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -142,6 +143,24 @@ Plan plan_cgroups(const CgroupSettings& settings, std::string_view mountinfo,
 Plan plan_host_cgroups(const CgroupSettings& settings);
 
 // ---- backends ----------------------------------------------------------------------------
+
+// The peaks a backend's sample() reports: the max of the kernel's own peak counters (where the
+// kernel has them) and of every sample taken so far.
+class PeakTracker {
+ public:
+  // Folds `u` in and replaces its peaks with the running maxima.
+  void update(CgroupUsage& u) noexcept {
+    memory_ = std::max({memory_, u.memory_peak, u.memory_current});
+    pids_ = std::max({pids_, u.pids_peak, u.pids_current});
+    u.memory_peak = memory_;
+    u.pids_peak = pids_;
+  }
+
+ private:
+  uint64_t memory_ = 0;
+  uint64_t pids_ = 0;
+};
+
 
 // Writes the v2 limit files into an existing cgroup directory (memory.max, memory.swap.max,
 // pids.max, cpu.max). Optional files that are missing add a sentence to `degradations`.

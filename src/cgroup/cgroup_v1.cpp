@@ -8,7 +8,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <thread>
 
@@ -81,10 +80,7 @@ class CgroupV1 final : public Cgroup {
     // oom_kill in memory.oom_control: Linux >= 4.13.
     u.oom_kills = keyed_value(read_ctl(memory_->fd(), "memory.oom_control").value_or(""), "oom_kill").value_or(0);
     u.pids_max_hits = keyed_value(read_ctl(pids_->fd(), "pids.events").value_or(""), "max").value_or(0);
-    peak_memory_ = std::max({peak_memory_, u.memory_peak, u.memory_current});
-    peak_pids_ = std::max({peak_pids_, u.pids_peak, u.pids_current});
-    u.memory_peak = peak_memory_;
-    u.pids_peak = peak_pids_;
+    peaks_.update(u);
     return u;
   }
 
@@ -156,8 +152,7 @@ class CgroupV1 final : public Cgroup {
   CgroupDir* cpuacct_ = nullptr;
   CgroupDir* freezer_ = nullptr;
   std::vector<std::string> degradations_;
-  uint64_t peak_memory_ = 0;
-  uint64_t peak_pids_ = 0;
+  PeakTracker peaks_;
 };
 
 }  // namespace

@@ -70,10 +70,7 @@ class CgroupV2 final : public Cgroup {
 
   CgroupUsage sample() override {
     CgroupUsage u = read_v2_usage(dir_->fd());
-    peak_memory_ = std::max({peak_memory_, u.memory_peak, u.memory_current});
-    peak_pids_ = std::max({peak_pids_, u.pids_peak, u.pids_current});
-    u.memory_peak = peak_memory_;
-    u.pids_peak = peak_pids_;
+    peaks_.update(u);
     return u;
   }
 
@@ -103,8 +100,7 @@ class CgroupV2 final : public Cgroup {
  private:
   std::unique_ptr<CgroupDir> dir_;
   std::vector<std::string> degradations_;
-  uint64_t peak_memory_ = 0;
-  uint64_t peak_pids_ = 0;
+  PeakTracker peaks_;
 };
 
 }  // namespace

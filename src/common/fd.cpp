@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include "sandboxrun/error.hpp"
 
@@ -20,21 +21,28 @@ Pipe make_pipe(int extra_flags) {
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-std::string read_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) throw_errno("cannot open " + path);
+std::string read_fd(int fd, size_t limit, const std::string& what, const std::string& hint) {
   std::string out;
   char buf[65536];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    // Never more than one byte past the limit: that byte is how an over-long input shows.
+    const size_t room = limit - out.size();
+    const ssize_t n = ::read(fd, buf, room < sizeof buf ? room + 1 : sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw_errno("cannot read " + path);
+      throw_errno("cannot read " + what);
     }
-    if (n == 0) break;
+    if (n == 0) return out;
+    if (static_cast<size_t>(n) > room)
+      throw Error(what + " is larger than the " + std::to_string(limit) + " bytes allowed", hint);
     out.append(buf, static_cast<size_t>(n));
   }
-  return out;
+}
+
+std::string read_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw_errno("cannot open " + path);
+  return read_fd(fd.get(), SIZE_MAX, path);
 }
 
 void write_file(const std::string& path, const std::string& content) {

@@ -4,108 +4,17 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cmath>
 #include <cstdlib>
-#include <set>
 
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/sha256.hpp"
-#include "sandboxrun/size.hpp"
+#include "sandboxrun/yaml_strict.hpp"
 
 namespace sandboxrun {
 
 namespace {
-
-class Reader {
- public:
-  explicit Reader(std::filesystem::path file) : file_(std::move(file)) {}
-
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& key, const std::string& expected) const {
-    std::string where = file_.string();
-    if (node.IsDefined() && node.Mark().line >= 0) where += ":" + std::to_string(node.Mark().line + 1);
-    std::string got;
-    if (node.IsScalar()) got = ", got '" + node.Scalar() + "'";
-    else if (node.IsMap()) got = ", got a mapping";
-    else if (node.IsSequence()) got = ", got a list";
-    else if (node.IsNull()) got = ", got nothing";
-    throw Error(where + ": key '" + key + "': expected " + expected + got,
-                "fix the value in " + file_.string());
-  }
-
-  std::string scalar(const YAML::Node& n, const std::string& key, const std::string& expected) const {
-    if (!n.IsScalar()) fail(n, key, expected);
-    return n.Scalar();
-  }
-
-  double number(const YAML::Node& n, const std::string& key, double lo, double hi) const {
-    std::string expected = "a number between " + fmt(lo) + " and " + fmt(hi);
-    std::string s = scalar(n, key, expected);
-    char* end = nullptr;
-    double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) fail(n, key, expected);
-    return v;
-  }
-
-  uint64_t integer(const YAML::Node& n, const std::string& key, uint64_t lo, uint64_t hi) const {
-    std::string expected = "a whole number between " + std::to_string(lo) + " and " + std::to_string(hi);
-    std::string s = scalar(n, key, expected);
-    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19) fail(n, key, expected);
-    uint64_t v = std::stoull(s);
-    if (v < lo || v > hi) fail(n, key, expected);
-    return v;
-  }
-
-  uint64_t size(const YAML::Node& n, const std::string& key, uint64_t min) const {
-    std::string expected = "a size like 512m or 1g, at least " + format_size(min);
-    auto v = parse_size(scalar(n, key, expected));
-    if (!v || *v < min) fail(n, key, expected);
-    return *v;
-  }
-
-  bool boolean(const YAML::Node& n, const std::string& key) const {
-    std::string s = scalar(n, key, "true or false");
-    if (s == "true") return true;
-    if (s == "false") return false;
-    fail(n, key, "true or false");
-  }
-
-  std::vector<std::string> strings(const YAML::Node& n, const std::string& key) const {
-    if (!n.IsSequence()) fail(n, key, "a list of strings");
-    std::vector<std::string> out;
-    for (size_t i = 0; i < n.size(); ++i)
-      out.push_back(scalar(n[i], key + "[" + std::to_string(i) + "]", "a string"));
-    return out;
-  }
-
-  std::map<std::string, std::string> string_map(const YAML::Node& n, const std::string& key) const {
-    if (n.IsNull()) return {};
-    if (!n.IsMap()) fail(n, key, "a mapping of names to strings");
-    std::map<std::string, std::string> out;
-    for (const auto& kv : n) {
-      std::string k = scalar(kv.first, key, "a name");
-      out[k] = scalar(kv.second, key + "." + k, "a string");
-    }
-    return out;
-  }
-
-  std::filesystem::path resolve(const std::string& p) const {
-    std::filesystem::path path(p);
-    if (path.is_absolute()) return path.lexically_normal();
-    return (file_.parent_path() / path).lexically_normal();
-  }
-
-  const std::filesystem::path& file() const { return file_; }
-
- private:
-  static std::string fmt(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
-  }
-  std::filesystem::path file_;
-};
 
 bool known_capability(const std::string& name) {
   if (name == "ALL") return true;
@@ -116,7 +25,7 @@ bool known_capability(const std::string& name) {
 }
 
 // Reads one key of a level (or of the base); returns false if the key is not a level key.
-bool read_level_key(const Reader& r, const std::string& key, const std::string& path, const YAML::Node& v,
+bool read_level_key(const StrictYaml& r, const std::string& key, const std::string& path, const YAML::Node& v,
                     LevelSettings& out) {
   if (key == "cpu_count") out.cpu_count = r.number(v, path, 0.01, 1024);
   else if (key == "mem_limit") out.mem_limit = r.size(v, path, 16ull << 20);
@@ -173,14 +82,8 @@ bool read_level_key(const Reader& r, const std::string& key, const std::string& 
 }  // namespace
 
 SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::filesystem::path& file) {
-  Reader r(file);
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw Error(file.string() + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg,
-                "fix the syntax of " + file.string());
-  }
+  const StrictYaml r(file);
+  const YAML::Node root = r.parse(yaml_text);
   if (!root.IsMap()) r.fail(root, "(top level)", "a mapping of settings");
 
   SandboxConfig cfg;
@@ -203,28 +106,20 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
     } else if (key == "host_memory_share") {
       cfg.host_memory_share = r.number(v, key, 0.01, 1.0);
     } else if (key == "cgroup") {
-      if (!v.IsMap()) r.fail(v, key, "a mapping with parent and allow_degraded");
-      for (const auto& c : v) {
-        std::string ck = r.scalar(c.first, key, "a key");
-        if (ck == "parent") cfg.cgroup.parent = r.scalar(c.second, "cgroup.parent", "a cgroup path");
-        else if (ck == "allow_degraded") cfg.cgroup.allow_degraded = r.boolean(c.second, "cgroup.allow_degraded");
-        else r.fail(c.first, "cgroup." + ck, "one of: parent, allow_degraded (unknown key)");
-      }
+      r.check_keys(v, key, {"parent", "allow_degraded"});
+      if (const auto p = v["parent"]) cfg.cgroup.parent = r.scalar(p, "cgroup.parent", "a cgroup path");
+      if (const auto d = v["allow_degraded"]) cfg.cgroup.allow_degraded = r.boolean(d, "cgroup.allow_degraded");
     } else if (key == "monitoring") {
-      if (!v.IsMap()) r.fail(v, key, "a mapping with enabled and interval");
-      for (const auto& m : v) {
-        std::string mk = r.scalar(m.first, key, "a key");
-        if (mk == "enabled") cfg.monitoring = r.boolean(m.second, "monitoring.enabled");
-        else if (mk == "interval")
-          cfg.monitor_interval_ms = static_cast<uint32_t>(r.integer(m.second, "monitoring.interval", 10, 60000));
-        else r.fail(m.first, "monitoring." + mk, "one of: enabled, interval (unknown key)");
-      }
+      r.check_keys(v, key, {"enabled", "interval"});
+      if (const auto e = v["enabled"]) cfg.monitoring = r.boolean(e, "monitoring.enabled");
+      if (const auto i = v["interval"])
+        cfg.monitor_interval_ms = static_cast<uint32_t>(r.integer(i, "monitoring.interval", 10, 60000));
     } else if (key == "trust_levels") {
       if (!v.IsMap()) r.fail(v, key, "a mapping of untrusted/unknown/trusted to settings");
       for (const auto& lv : v) {
         std::string name = r.scalar(lv.first, key, "a trust level");
         auto t = parse_trust(name);
-        if (!t) r.fail(lv.first, key + "." + name, "untrusted, unknown or trusted (unknown trust level)");
+        if (!t) r.fail(lv.first, key + "." + name, "untrusted, unknown or trusted", "an unknown trust level");
         if (lv.second.IsNull()) continue;
         if (!lv.second.IsMap()) r.fail(lv.second, key + "." + name, "a mapping of settings");
         LevelSettings& ls = cfg.levels[*t];
@@ -234,11 +129,12 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
           if (!read_level_key(r, sk, path, s.second, ls))
             r.fail(s.first, path, "a per-level setting (cpu_count, mem_limit, pids_limit, timeout, tmp_size, "
                                   "output_limit, security_opt, cap_drop, read_only, user, network_mode, "
-                                  "network_allowlist, extra_hosts, allow_networks, environment) — unknown key");
+                                  "network_allowlist, extra_hosts, allow_networks, environment)",
+                   "an unknown key");
         }
       }
     } else {
-      r.fail(kv.first, key, "a known setting (see config/sandbox.yaml for the schema) — unknown key");
+      r.fail(kv.first, key, "a known setting (see config/sandbox.yaml for the schema)", "an unknown key");
     }
   }
   return cfg;

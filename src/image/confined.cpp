@@ -137,16 +137,8 @@ std::string read_small_file(int dirfd, const std::string& rel, uint64_t max_byte
   if (static_cast<uint64_t>(st.st_size) > max_bytes)
     throw Error(what + " is " + std::to_string(st.st_size) + " bytes, more than the " +
                 std::to_string(max_bytes) + " allowed");
-  std::string data(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = read(fd.get(), data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_errno("cannot read " + what);
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  if (done != data.size()) throw Error(what + " shrank while it was read");
+  std::string data = read_fd(fd.get(), max_bytes, what);
+  if (data.size() != static_cast<uint64_t>(st.st_size)) throw Error(what + " changed size while it was read");
   return data;
 }
 

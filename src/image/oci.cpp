@@ -265,18 +265,8 @@ std::string Layout::read_blob(const Descriptor& d, uint64_t max_size) const {
                 std::to_string(max_size) + " allowed for a " + d.media_type);
   UniqueFd fd = open_blob(d);
   Hasher h(d.digest.algorithm);
-  std::string data(d.size, '\0');
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = read(fd.get(), data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_errno("cannot read " + what);
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  char extra = 0;
-  if (done != data.size() || read(fd.get(), &extra, 1) != 0)
-    throw Error(what + " changed size while it was read");
+  std::string data = read_fd(fd.get(), d.size, what);
+  if (data.size() != d.size) throw Error(what + " changed size while it was read");
   h.update(data.data(), data.size());
   const Digest actual = h.finish();
   if (actual != d.digest)

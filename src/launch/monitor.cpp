@@ -6,12 +6,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+
+#include "fd_passing.hpp"
 
 namespace sandboxrun::launch {
 
@@ -44,23 +45,6 @@ bool pump(Stream& s) {
     s.buf->append(chunk, std::min(len, room));
   }
   return true;
-}
-
-UniqueFd receive_fd(int sock) {
-  char byte;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  if (::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) <= 0) return UniqueFd();
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (!c || c->cmsg_type != SCM_RIGHTS) return UniqueFd();
-  int fd;
-  std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-  return UniqueFd(fd);
 }
 
 void merge_usage(CgroupUsage& acc, const CgroupUsage& now) {

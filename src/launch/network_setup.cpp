@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "child_plan.hpp"
+#include "fd_passing.hpp"
 
 namespace sandboxrun::launch {
 
@@ -51,20 +52,7 @@ bool pass_proxy_socket(const ChildPlan& plan) {
     ::close(s);
     return false;
   }
-  char byte = 'P';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &s, sizeof s);
-  bool ok = ::sendmsg(plan.control_write, &msg, MSG_NOSIGNAL) == 1;
+  bool ok = send_fd(plan.control_write, s, 'P');
   int saved = errno;
   ::close(s);  // the launcher holds it now; nothing inside keeps the listening socket
   if (!ok) report_error(plan, "pass proxy socket", saved, "control socket");

@@ -1,35 +1,18 @@
 // Bandit bridge: report parsing, missing/failing/hanging Bandit as notes, and (when the
 // Debian package is installed) a real run merged into assess_file.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <chrono>
-#include <fstream>
 
 #include "sandboxrun/assess.hpp"
 #include "sandboxrun/assess_bandit.hpp"
+#include "test_util.hpp"
 
 using namespace sandboxrun;
 using namespace sandboxrun::assess;
+using test_util::TempDir;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/assess-bandit-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::filesystem::path write(const std::string& name, const std::string& text, bool exec = false) const {
-    std::ofstream(path_ / name) << text;
-    if (exec) ::chmod((path_ / name).c_str(), 0755);
-    return path_ / name;
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 bool any_note(const std::vector<std::string>& notes, std::string_view needle) {
   for (const auto& n : notes)
@@ -78,7 +61,7 @@ TEST(AssessBandit, FailingBanditIsANote) {
   TempDir d;
   auto py = d.write("x.py", "x = 1\n");
   BanditSettings s;
-  s.command = d.write("fake-bandit", "#!/bin/sh\necho 'boom: bad option' >&2\nexit 2\n", true).string();
+  s.command = d.write("fake-bandit", "#!/bin/sh\necho 'boom: bad option' >&2\nexit 2\n", 0755).string();
   BanditResult r = run_bandit(py, s);
   EXPECT_TRUE(any_note(r.notes, "exit 2: boom: bad option")) << (r.notes.empty() ? "" : r.notes[0]);
 }
@@ -88,7 +71,7 @@ TEST(AssessBandit, HangingBanditIsKilledAtTheTimeout) {
   auto py = d.write("x.py", "x = 1\n");
   BanditSettings s;
   // Keeps its stdout open and never exits; so does the child it leaves behind.
-  s.command = d.write("slow-bandit", "#!/bin/sh\nsleep 60 &\nsleep 60\n", true).string();
+  s.command = d.write("slow-bandit", "#!/bin/sh\nsleep 60 &\nsleep 60\n", 0755).string();
   s.timeout = std::chrono::milliseconds(300);
   auto t0 = std::chrono::steady_clock::now();
   BanditResult r = run_bandit(py, s);
@@ -104,7 +87,7 @@ TEST(AssessBandit, ArgumentsReachBanditWithoutAShell) {
   s.command = d.write("echo-bandit",
                       "#!/bin/sh\nprintf '{\"results\": [{\"test_id\": \"B000\", \"issue_severity\": \"LOW\", "
                       "\"line_number\": 1, \"issue_text\": \"%s|%s|%s|%s|%s\"}]}' \"$1\" \"$2\" \"$3\" \"$4\" \"$5\"\n",
-                      true)
+                      0755)
                   .string();
   BanditResult r = run_bandit(py, s);
   ASSERT_EQ(r.findings.size(), 1u) << (r.notes.empty() ? "" : r.notes[0]);

@@ -2,14 +2,15 @@
 // and verdict steering.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 
 #include "sandboxrun/assess.hpp"
 #include "sandboxrun/assess_rules.hpp"
 #include "sandboxrun/error.hpp"
+#include "test_util.hpp"
 
 using namespace sandboxrun;
+using test_util::TempDir;
 
 namespace {
 
@@ -29,23 +30,6 @@ bool has(const Assessment& a, std::string_view rule) {
 }
 
 std::string dump(const Assessment& a) { return a.to_json().dump(1); }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/assess-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name) << text;
-    return path_ / name;
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 }  // namespace
 
@@ -314,7 +298,7 @@ TEST(AssessConfig, ErrorsNameFileKeyAndExpectation) {
   EXPECT_NE(e.find("security.yaml"), std::string::npos) << e;
   EXPECT_NE(e.find("thresholds.hihg"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown key"), std::string::npos) << e;
-  EXPECT_NE(e.find("expected one of: medium, high"), std::string::npos) << e;
+  EXPECT_NE(e.find("expected one of the known keys (medium, high)"), std::string::npos) << e;
 
   e = config_error(kRules + "thresholds: {medium: 50, high: 40}\n");
   EXPECT_NE(e.find("thresholds.high"), std::string::npos) << e;
@@ -330,9 +314,10 @@ TEST(AssessConfig, ErrorsNameFileKeyAndExpectation) {
   e = config_error("rules: nowhere.yaml\n");
   EXPECT_NE(e.find("nowhere.yaml"), std::string::npos) << e;
   e = config_error("thresholds: {medium: 1}\n");
-  EXPECT_NE(e.find("missing rules"), std::string::npos) << e;
+  EXPECT_NE(e.find("security.yaml:1: key 'rules'"), std::string::npos) << e;
+  EXPECT_NE(e.find("the key is missing"), std::string::npos) << e;
   e = config_error("rules: [unclosed\n");
-  EXPECT_NE(e.find("line"), std::string::npos) << e;
+  EXPECT_NE(e.find("security.yaml:2: invalid YAML"), std::string::npos) << e;
 }
 
 TEST(AssessConfig, RuleFileErrors) {

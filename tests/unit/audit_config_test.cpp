@@ -2,10 +2,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <fstream>
 
 #include "sandboxrun/audit.hpp"
 #include "sandboxrun/error.hpp"
+#include "test_util.hpp"
 
 namespace sandboxrun {
 namespace {
@@ -14,17 +14,7 @@ namespace fs = std::filesystem;
 
 class AuditConfigTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "audit-config-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path write(const std::string& text) {
-    fs::path p = dir_ / "audit.yaml";
-    std::ofstream(p, std::ios::trunc) << text;
-    return p;
-  }
+  fs::path write(const std::string& text) { return tmp_.write("audit.yaml", text); }
   // The Error message for `text`, or "" when it loads.
   std::string error_for(const std::string& text) {
     try {
@@ -34,7 +24,8 @@ class AuditConfigTest : public ::testing::Test {
       return e.what();
     }
   }
-  fs::path dir_;
+  test_util::TempDir tmp_;
+  const fs::path& dir_ = tmp_.path();
 };
 
 TEST_F(AuditConfigTest, MissingFileGivesDefaults) {

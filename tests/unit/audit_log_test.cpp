@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +22,7 @@
 #include "sandboxrun/audit_format.hpp"
 #include "sandboxrun/audit_verify.hpp"
 #include "sandboxrun/error.hpp"
+#include "test_util.hpp"
 
 namespace audit_test {
 namespace {
@@ -30,22 +30,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "audit-test-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using test_util::slurp;
+using test_util::TempDir;
 
 std::vector<std::string> read_lines(const fs::path& p) {
   std::ifstream in(p);
@@ -57,13 +43,6 @@ std::vector<std::string> read_lines(const fs::path& p) {
 void write_lines(const fs::path& p, const std::vector<std::string>& lines) {
   std::ofstream out(p, std::ios::trunc | std::ios::binary);
   for (const auto& l : lines) out << l << "\n";
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // Recomputes a record's hash the way an attacker with the format (and maybe the key) would.

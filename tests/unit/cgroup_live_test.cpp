@@ -21,6 +21,7 @@
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
+#include "test_util.hpp"
 
 namespace cgtest {
 
@@ -92,6 +93,7 @@ inline std::string unique_id(const char* tag) {
 
 using namespace sandboxrun;
 using cgtest::Child;
+using test_util::slurp_value;
 
 namespace {
 
@@ -109,11 +111,6 @@ class CgroupLive : public ::testing::Test {
     EXPECT_NE(cg, nullptr);
     if (cg) std::printf("[backend %s] %s\n", cg->backend().c_str(), cg->path().c_str());
     return cg;
-  }
-  static std::string read(const std::string& path) {
-    auto s = read_file(path);
-    while (!s.empty() && s.back() == '\n') s.pop_back();
-    return s;
   }
   // The cgroup (v1 line for `controller`, or v2 "0::") a process is in.
   static std::string cgroup_of(pid_t pid, const std::string& controller) {
@@ -151,20 +148,20 @@ TEST_F(CgroupLive, LimitsAreWritten) {
   if (cg->backend() == "v1") {
     std::string mem = cgtest::dir_with(paths, "memory.limit_in_bytes");
     ASSERT_FALSE(mem.empty());
-    EXPECT_EQ(read(mem + "/memory.limit_in_bytes"), std::to_string(200 * MiB));
+    EXPECT_EQ(slurp_value(mem + "/memory.limit_in_bytes"), std::to_string(200 * MiB));
     if (cgtest::exists(mem + "/memory.memsw.limit_in_bytes")) {
-      EXPECT_EQ(read(mem + "/memory.memsw.limit_in_bytes"), std::to_string(200 * MiB));
+      EXPECT_EQ(slurp_value(mem + "/memory.memsw.limit_in_bytes"), std::to_string(200 * MiB));
     }
-    EXPECT_EQ(read(cgtest::dir_with(paths, "pids.max") + "/pids.max"), "17");
+    EXPECT_EQ(slurp_value(cgtest::dir_with(paths, "pids.max") + "/pids.max"), "17");
     std::string cpu = cgtest::dir_with(paths, "cpu.cfs_quota_us");
     ASSERT_FALSE(cpu.empty());
-    EXPECT_EQ(read(cpu + "/cpu.cfs_quota_us"), "50000");
-    EXPECT_EQ(read(cpu + "/cpu.cfs_period_us"), "100000");
+    EXPECT_EQ(slurp_value(cpu + "/cpu.cfs_quota_us"), "50000");
+    EXPECT_EQ(slurp_value(cpu + "/cpu.cfs_period_us"), "100000");
   } else {
-    EXPECT_EQ(read(paths + "/memory.max"), std::to_string(200 * MiB));
-    EXPECT_EQ(read(paths + "/memory.swap.max"), "0");
-    EXPECT_EQ(read(paths + "/pids.max"), "17");
-    EXPECT_EQ(read(paths + "/cpu.max"), "50000 100000");
+    EXPECT_EQ(slurp_value(paths + "/memory.max"), std::to_string(200 * MiB));
+    EXPECT_EQ(slurp_value(paths + "/memory.swap.max"), "0");
+    EXPECT_EQ(slurp_value(paths + "/pids.max"), "17");
+    EXPECT_EQ(slurp_value(paths + "/cpu.max"), "50000 100000");
   }
 }
 

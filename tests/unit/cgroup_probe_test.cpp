@@ -13,32 +13,15 @@
 #include "../../src/cgroup/cgroup_impl.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
+#include "test_util.hpp"
 
 using namespace sandboxrun;
 using namespace sandboxrun::cgroup_detail;
 namespace fs = std::filesystem;
+using test_util::put;
+using test_util::TempDir;
 
 namespace {
-
-void put(const fs::path& p, const std::string& content) {
-  fs::create_directories(p.parent_path());
-  UniqueFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  ASSERT_TRUE(fd);
-  ASSERT_TRUE(write_all(fd.get(), content.data(), content.size()));
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/cgroup-probe-test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // This development host's layout (hybrid).
 constexpr const char* kHybrid =

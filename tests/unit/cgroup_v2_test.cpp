@@ -19,40 +19,18 @@
 #include "../../src/cgroup/cgroup_impl.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
+#include "test_util.hpp"
 
 using namespace sandboxrun;
 using namespace sandboxrun::cgroup_detail;
 namespace fs = std::filesystem;
+using test_util::put;
+using test_util::slurp;
+using test_util::TempDir;
 
 namespace {
 
 constexpr uint64_t MiB = 1 << 20;
-
-std::string slurp(const fs::path& p) {
-  auto s = read_file(p.string());
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
-}
-
-void put(const fs::path& p, const std::string& content) {
-  fs::create_directories(p.parent_path());
-  UniqueFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  ASSERT_TRUE(fd);
-  ASSERT_TRUE(write_all(fd.get(), content.data(), content.size()));
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/cgroup-v2-test.XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // ---- against the real cgroup2 mount ------------------------------------------------------
 
@@ -65,7 +43,7 @@ class CgroupV2Mount : public ::testing::Test {
     parent_ = mounts.v2->mountpoint + "/sandboxrun-v2test-" + std::to_string(::getpid());
     ASSERT_EQ(::mkdir(parent_.c_str(), 0755), 0) << parent_;
     std::printf("[backend v2-dir] cgroup2 at %s, controllers: '%s'\n", mounts.v2->mountpoint.c_str(),
-                slurp(mounts.v2->mountpoint + "/cgroup.controllers").c_str());
+                test_util::slurp_value(mounts.v2->mountpoint + "/cgroup.controllers").c_str());
   }
   void TearDown() override {
     if (!parent_.empty()) ::rmdir(parent_.c_str());

@@ -86,7 +86,7 @@ TEST(Config, BadInputNamesFileLineKeyAndExpectation) {
       {"monitoring:\n  interval: 1\n", "monitoring.interval"},
       {"cgroup:\n  parnet: x\n", "cgroup.parnet"},
       {"default_trust: maybe\n", "default_trust"},
-      {"a: [\n", "not valid YAML"},
+      {"a: [\n", "invalid YAML"},
       {"- just\n- a list\n", "(top level)"},
   };
   for (const auto& c : cases) {

@@ -39,13 +39,13 @@ TEST_F(Cache, UnpacksOnceAndReuses) {
   const auto first = ensure_image({layout_, "latest"}, cache_);
   EXPECT_EQ(first.manifest_digest, digest_);
   EXPECT_EQ(first.rootfs, cache_ / ("sha256-" + digest_.substr(7)) / "rootfs");
-  EXPECT_EQ(read_bytes(first.rootfs / "f7"), std::string(4096, 'x'));
+  EXPECT_EQ(slurp(first.rootfs / "f7"), std::string(4096, 'x'));
   EXPECT_EQ(first.config.env[0], "PATH=/usr/bin:/bin");
   EXPECT_EQ(first.bytes, 300u * 4096);
   EXPECT_EQ(first.source, fs::absolute(layout_).string() + ":latest");
 
   // A second call must not unpack again: a marker file in the rootfs survives.
-  write_bytes(first.rootfs / "marker", "m");
+  put(first.rootfs / "marker", "m");
   const auto second = ensure_image({layout_, "latest"}, cache_);
   EXPECT_EQ(second.rootfs, first.rootfs);
   EXPECT_TRUE(fs::exists(second.rootfs / "marker"));
@@ -85,7 +85,7 @@ TEST_F(Cache, ConcurrentFirstUseUnpacksOnce) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   const std::string expected = (cache_ / ("sha256-" + digest_.substr(7)) / "rootfs").string() + " 300";
-  for (int i = 0; i < workers; ++i) EXPECT_EQ(read_bytes(results / std::to_string(i)), expected);
+  for (int i = 0; i < workers; ++i) EXPECT_EQ(slurp(results / std::to_string(i)), expected);
   // Exactly one entry plus its lock: no leftover temporaries, no second copy.
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(cache_)) names.push_back(e.path().filename());
@@ -104,11 +104,11 @@ TEST_F(Cache, PartialUnpackIsNeverUsed) {
 }
 
 TEST_F(Cache, FailedUnpackLeavesNoEntry) {
-  const auto manifest = nlohmann::json::parse(read_bytes(layout_ / "blobs" / "sha256" / digest_.substr(7)));
+  const auto manifest = nlohmann::json::parse(slurp(layout_ / "blobs" / "sha256" / digest_.substr(7)));
   const fs::path layer = layout_ / "blobs" / "sha256" / std::string(manifest["layers"][0]["digest"]).substr(7);
-  std::string data = read_bytes(layer);
+  std::string data = slurp(layer);
   data[100] ^= 1;
-  write_bytes(layer, data);
+  put(layer, data);
   EXPECT_THROW(ensure_image({layout_, "latest"}, cache_), Error);
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(cache_)) names.push_back(e.path().filename());
@@ -154,7 +154,7 @@ TEST_F(Cache, Command) {
   auto r = run({"unpack", layout_.string() + ":other", (tmp_ / "dest").string()});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("unpacked " + layout_.string() + ":other"));
-  EXPECT_EQ(read_bytes(tmp_ / "dest" / "b"), "b");
+  EXPECT_EQ(slurp(tmp_ / "dest" / "b"), "b");
 
   r = run({"unpack", layout_.string(), (tmp_ / "dest2").string()});
   EXPECT_EQ(r.rc, 1);

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -21,12 +20,16 @@
 
 #include "sandboxrun/image_layer.hpp"
 #include "sandboxrun/image_oci.hpp"
+#include "test_util.hpp"
 
 namespace image_test {
 
 namespace fs = std::filesystem;
 using sandboxrun::image::Compression;
 using sandboxrun::image::Hasher;
+using test_util::put;
+using test_util::slurp;
+using test_util::TempDir;
 
 struct Entry {
   enum Type { file, dir, symlink, hardlink, chardev, fifo };
@@ -142,43 +145,6 @@ inline std::string sha256(const std::string& data) {
   return h.finish().str();
 }
 
-inline void write_bytes(const fs::path& p, const std::string& data) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  ASSERT_TRUE(out.good()) << p;
-}
-
-inline std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A scratch directory removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "sandboxrun-image-test.XXXXXX").string();
-    EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    // Test trees may hold read-only directories.
-    for (auto it = fs::recursive_directory_iterator(path_, ec); it != fs::recursive_directory_iterator();
-         it.increment(ec))
-      if (it->is_directory(ec) && !it->is_symlink(ec))
-        fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& s) const { return path_ / s; }
-
- private:
-  fs::path path_;
-};
-
 struct LayerSpec {
   std::string tar;  // uncompressed
   Compression compression = Compression::gzip;
@@ -198,13 +164,13 @@ class LayoutBuilder {
  public:
   explicit LayoutBuilder(fs::path dir) : dir_(std::move(dir)) {
     fs::create_directories(dir_ / "blobs" / "sha256");
-    write_bytes(dir_ / "oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
+    put(dir_ / "oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   }
 
   // Stores a blob and returns its descriptor JSON.
   nlohmann::json blob(const std::string& data, const std::string& media_type) {
     const std::string digest = sha256(data);
-    write_bytes(dir_ / "blobs" / "sha256" / digest.substr(7), data);
+    put(dir_ / "blobs" / "sha256" / digest.substr(7), data);
     return {{"mediaType", media_type}, {"digest", digest}, {"size", data.size()}};
   }
 
@@ -240,7 +206,7 @@ class LayoutBuilder {
     const nlohmann::json index = {{"schemaVersion", 2},
                                   {"mediaType", "application/vnd.oci.image.index.v1+json"},
                                   {"manifests", index_}};
-    write_bytes(dir_ / "index.json", index.dump());
+    put(dir_ / "index.json", index.dump());
   }
 
   nlohmann::json& index_entries() { return index_; }
@@ -269,7 +235,7 @@ inline std::map<std::string, std::string> snapshot(const fs::path& root) {
     } else if (S_ISLNK(st.st_mode)) {
       s << "symlink -> " << fs::read_symlink(it->path()).string();
     } else if (S_ISREG(st.st_mode)) {
-      s << "file " << mode << " '" << read_bytes(it->path()) << "'";
+      s << "file " << mode << " '" << slurp(it->path()) << "'";
       if (st.st_nlink > 1) s << " links=" << st.st_nlink;
     } else {
       s << "other";

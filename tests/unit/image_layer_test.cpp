@@ -155,7 +155,7 @@ class Hostile : public testing::Test {
     dest_ = tmp_ / "dest";
     canary_ = tmp_ / "canary";
     fs::create_directories(canary_);
-    write_bytes(canary_ / "secret", "s");
+    put(canary_ / "secret", "s");
     before_ = snapshot(tmp_.path());
   }
 
@@ -286,7 +286,7 @@ TEST_F(Hostile, DecompressionBombStopsAtTheLimit) {
 TEST_F(Hostile, FileReplacingASymlinkDoesNotFollowIt) {
   apply_layers(dest_, {{make_tar({L("link", "../canary/secret")}), Compression::gzip},
                        {make_tar({F("link", "replaced")}), Compression::zstd}});
-  EXPECT_EQ(read_bytes(dest_ / "link"), "replaced");
+  EXPECT_EQ(slurp(dest_ / "link"), "replaced");
   expect_outside_untouched();
 }
 

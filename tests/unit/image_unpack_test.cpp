@@ -46,7 +46,7 @@ TEST_F(Unpack, TwoTagsGzipAndZstd) {
               "two", {{"config", {{"User", "1000:1000"}, {"Entrypoint", {"/bin/sh", "-c"}}}}});
 
   const auto one = unpack_image({layout_, "one"}, dest_);
-  EXPECT_EQ(read_bytes(dest_ / "etc" / "os"), "one");
+  EXPECT_EQ(slurp(dest_ / "etc" / "os"), "one");
   EXPECT_EQ(one.config.env, (std::vector<std::string>{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}));
   EXPECT_EQ(one.config.cmd, std::vector<std::string>{"python3"});
   EXPECT_EQ(one.config.working_dir, "/work");
@@ -67,7 +67,7 @@ TEST_F(Unpack, TagSelection) {
   b.add_image({{make_tar({F("a", "1")}), Compression::gzip}}, "latest");
   // One manifest: no tag needed.
   unpack_image({layout_, ""}, dest_);
-  EXPECT_EQ(read_bytes(dest_ / "a"), "1");
+  EXPECT_EQ(slurp(dest_ / "a"), "1");
 
   b.add_image({{make_tar({F("a", "2")}), Compression::gzip}}, "3.12");
   fs::remove_all(dest_);
@@ -79,7 +79,7 @@ TEST_F(Unpack, DockerMediaTypesAndNestedIndex) {
   LayoutBuilder b(layout_);
   const auto desc = b.add_image({{make_tar({F("a", "docker")}), Compression::gzip}}, "");
   // Rewrite the manifest with Docker's media types, then list it through a nested index.
-  auto manifest = nlohmann::json::parse(read_bytes(b.blob_path(desc["digest"])));
+  auto manifest = nlohmann::json::parse(slurp(b.blob_path(desc["digest"])));
   manifest["mediaType"] = "application/vnd.docker.distribution.manifest.v2+json";
   manifest["config"]["mediaType"] = "application/vnd.docker.container.image.v1+json";
   manifest["layers"][0]["mediaType"] = "application/vnd.docker.image.rootfs.diff.tar.gzip";
@@ -95,27 +95,27 @@ TEST_F(Unpack, DockerMediaTypesAndNestedIndex) {
   b.index_entries() = nlohmann::json::array({idx});
   b.write_index();
   const auto r = unpack_image({layout_, "multi"}, dest_);
-  EXPECT_EQ(read_bytes(dest_ / "a"), "docker");
+  EXPECT_EQ(slurp(dest_ / "a"), "docker");
   EXPECT_EQ(r.manifest_digest, m["digest"]);
 }
 
 TEST_F(Unpack, CorruptBlobIsRefused) {
   LayoutBuilder b(layout_);
   const auto desc = b.add_image({{make_tar({F("a", "1")}), Compression::gzip}}, "t");
-  const auto manifest = nlohmann::json::parse(read_bytes(b.blob_path(desc["digest"])));
+  const auto manifest = nlohmann::json::parse(slurp(b.blob_path(desc["digest"])));
   const fs::path layer = b.blob_path(manifest["layers"][0]["digest"]);
-  std::string data = read_bytes(layer);
+  std::string data = slurp(layer);
   data[data.size() / 2] ^= 1;  // same size, different content
-  write_bytes(layer, data);
+  put(layer, data);
   expect_failure({layout_, "t"}, "does not match its digest");
 }
 
 TEST_F(Unpack, BlobOfTheWrongSizeIsRefused) {
   LayoutBuilder b(layout_);
   const auto desc = b.add_image({{make_tar({F("a", "1")}), Compression::gzip}}, "t");
-  const auto manifest = nlohmann::json::parse(read_bytes(b.blob_path(desc["digest"])));
+  const auto manifest = nlohmann::json::parse(slurp(b.blob_path(desc["digest"])));
   const fs::path layer = b.blob_path(manifest["layers"][0]["digest"]);
-  write_bytes(layer, read_bytes(layer) + "x");
+  put(layer, slurp(layer) + "x");
   expect_failure({layout_, "t"}, "bytes but its descriptor says");
   fs::remove(layer);
   expect_failure({layout_, "t"}, "is missing");
@@ -124,9 +124,9 @@ TEST_F(Unpack, BlobOfTheWrongSizeIsRefused) {
 TEST_F(Unpack, TamperedManifestIsRefused) {
   LayoutBuilder b(layout_);
   const auto desc = b.add_image({{make_tar({F("a", "1")}), Compression::gzip}}, "t");
-  std::string m = read_bytes(b.blob_path(desc["digest"]));
+  std::string m = slurp(b.blob_path(desc["digest"]));
   m[m.find("tar+gzip")] = 'T';
-  write_bytes(b.blob_path(desc["digest"]), m);
+  put(b.blob_path(desc["digest"]), m);
   expect_failure({layout_, "t"}, "does not match its digest");
 }
 
@@ -181,7 +181,7 @@ TEST_F(Unpack, HostileLayerLeavesNoDest) {
 TEST_F(Unpack, UnsupportedMediaTypes) {
   LayoutBuilder b(layout_);
   const auto desc = b.add_image({{make_tar({F("a", "1")}), Compression::gzip}}, "t");
-  auto manifest = nlohmann::json::parse(read_bytes(b.blob_path(desc["digest"])));
+  auto manifest = nlohmann::json::parse(slurp(b.blob_path(desc["digest"])));
   manifest["layers"][0]["mediaType"] = "application/vnd.oci.image.layer.v1.tar+bzip2";
   auto m = b.blob(manifest.dump(), "application/vnd.oci.image.manifest.v1+json");
   m["annotations"] = {{"org.opencontainers.image.ref.name", "bz"}};
@@ -207,21 +207,21 @@ TEST_F(Unpack, ExistingDestination) {
   b.add_image({{make_tar({F("a", "new")}), Compression::gzip}}, "t");
   fs::create_directories(dest_);  // an empty directory is fine
   unpack_image({layout_, "t"}, dest_);
-  EXPECT_EQ(read_bytes(dest_ / "a"), "new");
+  EXPECT_EQ(slurp(dest_ / "a"), "new");
 
-  write_bytes(dest_ / "a", "old");
+  put(dest_ / "a", "old");
   EXPECT_THAT([&] { unpack_image({layout_, "t"}, dest_); },
               ThrowsMessage<Error>(HasSubstr("already exists and is not empty")));
-  EXPECT_EQ(read_bytes(dest_ / "a"), "old");
+  EXPECT_EQ(slurp(dest_ / "a"), "old");
 
   sandboxrun::image::UnpackOptions replace;
   replace.replace = true;
   unpack_image({layout_, "t"}, dest_, replace);
-  EXPECT_EQ(read_bytes(dest_ / "a"), "new");
+  EXPECT_EQ(slurp(dest_ / "a"), "new");
   EXPECT_EQ(std::distance(fs::directory_iterator(tmp_ / "out"), fs::directory_iterator()), 1);
 
   unpack_image({layout_, "t"}, tmp_ / "new" / "parents" / "rootfs");  // like mkdir -p
-  EXPECT_EQ(read_bytes(tmp_ / "new" / "parents" / "rootfs" / "a"), "new");
+  EXPECT_EQ(slurp(tmp_ / "new" / "parents" / "rootfs" / "a"), "new");
 }
 
 TEST_F(Unpack, OwnershipKeptAsRootMappedToCallerOtherwise) {
