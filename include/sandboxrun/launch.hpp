@@ -42,6 +42,16 @@ struct LaunchRequest {
 enum class RunStatus { exited, signaled, timeout, oom, error };
 const char* to_string(RunStatus s);
 
+// Where the launcher's time went, for `--json` (timings_ms) and the benchmark. Zero when a
+// phase did not happen (e.g. setup failed before the payload's execve).
+struct LaunchTimings {
+  std::chrono::microseconds cgroup{0};    // create the run's cgroup(s) and apply limits
+  std::chrono::microseconds spawn{0};     // clone (all namespaces) -> placement, mounts,
+                                          // pivot_root, credentials, seccomp -> payload execve
+  std::chrono::microseconds run{0};       // payload execve -> pid 1 gone
+  std::chrono::microseconds teardown{0};  // pid 1 gone -> cgroup killed, sampled and removed
+};
+
 struct RunOutcome {
   RunStatus status = RunStatus::error;
   int exit_code = exit_code_setup_failed;
@@ -53,6 +63,7 @@ struct RunOutcome {
   std::string stdout_data, stderr_data;
   bool stdout_truncated = false, stderr_truncated = false;
   std::string error;               // set when status == error: what failed in setup
+  LaunchTimings timings;
   static constexpr int exit_code_setup_failed = 125;
 };
 

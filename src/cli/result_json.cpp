@@ -53,6 +53,10 @@ json report_to_json(const RunReport& r) {
     j["limits"] = nullptr;
   }
   if (!r.network.empty()) j["network"] = r.network;
+  auto ms = [](std::chrono::microseconds us) { return static_cast<double>(us.count()) / 1000.0; };
+  j["timings_ms"] = {{"prepare", ms(r.prepare)},          {"cgroup", ms(o.timings.cgroup)},
+                     {"spawn", ms(o.timings.spawn)},       {"run", ms(o.timings.run)},
+                     {"teardown", ms(o.timings.teardown)}};
   return j;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,8 @@ struct RunReport {
   nlohmann::json assessment = nlohmann::json::object();
   nlohmann::json network = nlohmann::json::object();
   std::optional<uint64_t> audit_seq;
+  // Launcher entry to the start of the launch: config, rules, assessment, audit, seccomp.
+  std::chrono::microseconds prepare{0};
 };
 
 nlohmann::json limits_to_json(const SandboxSpec& spec);

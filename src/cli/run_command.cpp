@@ -245,6 +245,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   // From here to the sandbox's placement is config, assessment and audit work: long enough to
   // hide the cgroup v1 migration's grace period behind it.
   MigrationWarmup cgroup_warmup;
+  const auto entered = std::chrono::steady_clock::now();
   auto script = read_script(opt.file);
   if (!script) return exit_code::file_missing;
 
@@ -360,6 +361,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
                    {"config", cfg.file.string()}, {"image_digest", img.digest}, {"uid", ::getuid()},
                    {"args", opt.args}, {"overridden", overridden}},
                   /*durable=*/true);
+    report.prepare = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered);
     try {
       report.outcome = run_sandbox(req);
     } catch (const Error& e) {

@@ -152,7 +152,9 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   const bool user_namespace = ::geteuid() != 0;
 
   std::string degraded_reason;
+  auto cgroup_started = std::chrono::steady_clock::now();
   std::unique_ptr<Cgroup> cgroup = create_cgroup(req.run_id, spec.limits, spec.cgroup, &degraded_reason);
+  out.timings.cgroup = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - cgroup_started);
   out.cgroup_backend = cgroup ? cgroup->backend() : "none (degraded)";
   if (cgroup) out.degradations = cgroup->degradations();
   else out.degradations.push_back("no cgroup: memory, pids and cpu limits are not enforced (" + degraded_reason + ")");
@@ -215,6 +217,10 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   fds.control_read = std::move(control_read);
   // Once the monitor has reaped pid 1 the guard must not touch that pid again (it may be reused).
   if (launch::monitor_sandbox(req, child.pid, fds, cgroup.get(), out, started)) guard.release();
+  cgroup.reset();  // kill stragglers and remove the cgroup now, inside the teardown timing
+  if (out.timings.run.count() > 0)
+    out.timings.teardown = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - (started + out.timings.spawn + out.timings.run));
   return out;
 }
 

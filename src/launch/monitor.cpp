@@ -98,7 +98,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
   int killed_by_signal = 0;
   int wait_status = 0;
   std::string setup_error;
-  Clock::time_point exit_seen{};
+  Clock::time_point exit_seen{}, exec_seen{};
 
   auto kill_sandbox = [&] {
     ::kill(pid1, SIGKILL);  // pid 1 of a pid namespace: the kernel kills every process in it
@@ -159,6 +159,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
                       "): " + std::strerror(e.err);
         kill_sandbox();
       }
+      else if (got == 0) exec_seen = Clock::now();
       fds.error_read.reset();  // EOF: the payload's execve succeeded
     }
     if (ready(idx_ctl)) {
@@ -217,6 +218,12 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
   }
   if (cgroup) merge_usage(out.usage, cgroup->sample());
   out.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
+  using std::chrono::microseconds;
+  if (exec_seen != Clock::time_point{}) {
+    out.timings.spawn = std::chrono::duration_cast<microseconds>(exec_seen - started);
+    if (exit_seen != Clock::time_point{})
+      out.timings.run = std::chrono::duration_cast<microseconds>(exit_seen - exec_seen);
+  }
 
   if (!setup_error.empty() && !status_known) {
     out.status = RunStatus::error;

@@ -211,3 +211,24 @@ TEST(Lifecycle, KillingTheLauncherKillsTheSandbox) {
   for (int i = 0; i < 100 && processes_with(marker) > 0; ++i) usleep(20000);
   EXPECT_EQ(processes_with(marker), 0);
 }
+
+TEST(Lifecycle, ResultSaysWhereTheLaunchersTimeWent) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_python("print('hi')\n");
+  double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.result["status"], "exited") << r.exec.err;
+  const auto& t = r.result["timings_ms"];
+  ASSERT_TRUE(t.is_object()) << r.exec.out;
+  double sum = 0;
+  for (const char* phase : {"prepare", "cgroup", "spawn", "run", "teardown"}) {
+    ASSERT_TRUE(t.contains(phase) && t[phase].is_number()) << phase << " missing: " << t;
+    EXPECT_GE(t[phase].get<double>(), 0.0) << phase;
+    sum += t[phase].get<double>();
+  }
+  // Every phase that happened is measured, and together they fit inside the process's life.
+  for (const char* phase : {"prepare", "spawn", "run"}) EXPECT_GT(t[phase].get<double>(), 0.0) << phase << ": " << t;
+  if (r.result["cgroup"] != "none (degraded)") {
+    EXPECT_GT(t["cgroup"].get<double>(), 0.0) << t;
+  }
+  EXPECT_LE(sum, wall_ms) << t;
+}
