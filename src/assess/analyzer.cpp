@@ -430,17 +430,19 @@ class Analyzer {
   // ---- operators ---------------------------------------------------------------------------
   void on_op(const Token& t, uint32_t line) {
     std::string_view op = t.text;
+    // Single-character operators by value: this runs for every operator token.
+    const char c = op.size() == 1 ? op[0] : '\0';
     Frame& top = frames_.back();
-    if (op == ".") {
+    if (c == '.') {
       if (prim_.active) dot_pending_ = true;
       return;
     }
-    if (op == "(") {
+    if (c == '(') {
       if (prim_.active) push_call(prim_.line);
       else push(FrameKind::group, line);
       return;
     }
-    if (op == "[") {
+    if (c == '[') {
       if (prim_.active) {
         Frame f;
         f.kind = FrameKind::subscript;
@@ -453,28 +455,28 @@ class Analyzer {
       }
       return;
     }
-    if (op == "{") {
+    if (c == '{') {
       flush();
       const bool field = top.kind == FrameKind::fstring || (top.kind == FrameKind::field && top.in_spec);
       push(field ? FrameKind::field : FrameKind::brace, line);
       return;
     }
-    if (op == ")" || op == "]" || op == "}") {
+    if (c == ')' || c == ']' || c == '}') {
       flush();
       close_frame();
       return;
     }
     flush();
     if (overflow_) return;
-    if (op == ",") {
+    if (c == ',') {
       finish_arg(top);
       return;
     }
-    if (op == "=") {
+    if (c == '=') {
       on_assign(top);
       return;
     }
-    if (op == ":") {
+    if (c == ':') {
       if (top.kind == FrameKind::field) {
         top.in_spec = true;
       } else if (top.kind == FrameKind::statement && header_ != Header::none && !header_colon_) {
@@ -485,11 +487,11 @@ class Analyzer {
       }
       return;
     }
-    if (op == ";" && top.kind == FrameKind::statement) {
+    if (c == ';' && top.kind == FrameKind::statement) {
       end_statement(true);
       return;
     }
-    if (op == "+") {
+    if (c == '+') {
       top.after_plus = true;
       return;
     }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 namespace sandboxrun::assess {
 
@@ -199,7 +200,11 @@ bool is_keyword(std::string_view name) noexcept {
     default:
       return false;
   }
-  return std::find(kKeywords.begin(), kKeywords.end(), name) != kKeywords.end();
+  // Compare only against keywords of the same length and first letter (one memcmp at most,
+  // usually none): this runs for every name token.
+  for (std::string_view k : kKeywords)
+    if (k.size() == name.size() && k[0] == name[0] && std::memcmp(k.data(), name.data(), k.size()) == 0) return true;
+  return false;
 }
 
 Tokenizer::Tokenizer(std::string_view source, TokenizerLimits limits) : src_(source), limits_(limits) {
