@@ -1,7 +1,8 @@
 // Strict reading of one YAML configuration file (sandbox.yaml, audit.yaml, security.yaml, the
 // assessor rules): every key known, every value checked, and every error naming the file, the
 // line, the key and what was expected, e.g.
-//   /etc/sandboxrun/sandbox.yaml:7: key 'mem_limit': expected a size like 512m or 1g, got '1x'
+//   /etc/sandboxrun/sandbox.yaml:7: key 'mem_limit': expected a size like 512k, 32m or 1g, at least
+//   16MiB, got '1x'
 #pragma once
 
 #include <yaml-cpp/yaml.h>

@@ -13,7 +13,7 @@ namespace sandboxrun {
 
 namespace {
 
-const char* kTopLevel = "(top level)";
+constexpr const char* kTopLevel = "(top level)";
 
 std::string describe(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing";
@@ -56,7 +56,7 @@ void StrictYaml::fail(const YAML::Node& node, const std::string& key, const std:
 void StrictYaml::check_keys(const YAML::Node& map, const std::string& key,
                             std::initializer_list<std::string_view> known) const {
   const std::string name = key.empty() ? kTopLevel : key;
-  if (!map.IsMap()) fail(map, name, "a mapping");
+  if (!map.IsDefined() || !map.IsMap()) fail(map, name, "a mapping");
   for (const auto& kv : map) {
     const std::string k = scalar(kv.first, name, "a key");
     if (std::find(known.begin(), known.end(), k) != known.end()) continue;
