@@ -1,5 +1,7 @@
 #pragma once
 
+#include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,5 +12,9 @@ namespace sandboxrun::cli {
 int run_command(const std::vector<std::string>& args, char* wipe_begin, char* wipe_end);
 int doctor_command(const std::vector<std::string>& args);
 std::string new_run_id();
+
+// Parses a subcommand's arguments (in order). Returns the exit status when the command must
+// stop here: 0 after --help, exit_code::usage (2) after a usage error, which CLI11 has printed.
+std::optional<int> parse_or_exit(CLI::App& app, const std::vector<std::string>& args);
 
 }  // namespace sandboxrun::cli

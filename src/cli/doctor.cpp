@@ -83,13 +83,7 @@ int doctor_command(const std::vector<std::string>& argv) {
   CLI::App app{"Report what this host supports", "sandboxrun doctor"};
   std::optional<std::string> config;
   app.add_option("--config", config, "sandbox.yaml, or the directory holding it");
-  try {
-    std::vector<std::string> rev(argv.rbegin(), argv.rend());
-    app.parse(rev);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : exit_code::usage;
-  }
+  if (auto rc = parse_or_exit(app, argv)) return *rc;
   std::vector<Check> checks;
   checks.push_back(check_userns());
   checks.push_back(check_seccomp());

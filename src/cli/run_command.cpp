@@ -66,17 +66,12 @@ std::optional<std::string> read_script(const std::string& path) {
     spdlog::error("{} is {} bytes; the limit is {}", path, st.st_size, format_size(kMaxScriptBytes));
     return std::nullopt;
   }
-  std::string data;
-  data.resize(static_cast<size_t>(st.st_size));
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::read(fd.get(), data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    off += static_cast<size_t>(n);
+  try {
+    return read_fd(fd.get(), kMaxScriptBytes, path, "pass a Python file of at most " + format_size(kMaxScriptBytes));
+  } catch (const Error& e) {
+    spdlog::error("{}", e.describe());
+    return std::nullopt;
   }
-  data.resize(off);
-  return data;
 }
 
 std::string base_name(const std::string& path) {
@@ -220,13 +215,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   app.add_option("--stats", opt.stats, "write resource samples as JSON lines to PATH, or - for stdout");
   app.add_option("--image", opt.image, "rootfs directory or OCI image layout[:tag]");
   app.add_flag("-v,--verbose", opt.verbose, "log what the launcher does");
-  try {
-    std::vector<std::string> rev(argv.rbegin(), argv.rend());
-    app.parse(rev);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : exit_code::usage;
-  }
+  if (auto rc = parse_or_exit(app, argv)) return *rc;
   if (opt.verbose) spdlog::set_level(spdlog::level::info);
 
   RunOverrides ov;
