@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <exception>
 #include <future>
 #include <iostream>
 
@@ -243,19 +244,29 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   std::optional<AuditLog> audit;
   RunReport report;
   HostResources host;
-  // The seccomp profile of the requested level compiles on a second thread while this one reads
-  // the assessor's rules; the assessment rarely changes the level, and when it does the other
-  // profile is compiled then. A compile error surfaces only if that profile is the one used.
+  // The assessor's rules (the largest file) load on a second thread while this one reads
+  // sandbox.yaml and compiles the seccomp profile of the requested level; the assessment rarely
+  // changes the level, and when it does the other profile is compiled then. A compile error
+  // surfaces only if that profile is the one used.
   std::filesystem::path early_profile;
-  std::future<SeccompProgram> early_seccomp;
+  std::optional<SeccompProgram> early_seccomp;
+  std::exception_ptr early_seccomp_error;
   try {
-    cfg = load_sandbox_config(find_config(opt.config));
+    const std::filesystem::path config_file = find_config(opt.config);
+    const std::filesystem::path config_dir = config_file.parent_path();  // SandboxConfig::dir
+    auto security_load = std::async(std::launch::async, [config_dir] {
+      return load_security_config(config_dir / "security.yaml", config_dir.parent_path());
+    });
+    cfg = load_sandbox_config(config_file);
     report.trust_requested = opt.trust.empty() ? cfg.default_trust : *parse_trust(opt.trust);
     host = probe_host_resources();
     early_profile = resolve_spec(cfg, report.trust_requested, ov, host).seccomp_profile;
-    early_seccomp = std::async(std::launch::async,
-                               [early_profile] { return compile_seccomp_profile(early_profile, SeccompContext{}); });
-    security = load_security_config(cfg.dir / "security.yaml", cfg.dir.parent_path());
+    try {
+      early_seccomp = compile_seccomp_profile(early_profile, SeccompContext{});
+    } catch (const Error&) {
+      early_seccomp_error = std::current_exception();
+    }
+    security = security_load.get();
     audit.emplace(AuditLog::open(load_audit_config(cfg.dir / "audit.yaml"),
                                  opt.audit_log ? std::optional<std::filesystem::path>(*opt.audit_log)
                                                : std::nullopt));
@@ -340,8 +351,13 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       proxy = std::make_unique<net::EgressProxy>(std::move(listen_fd), spec.network);
       proxy->start();
     };
-    req.seccomp = spec.seccomp_profile == early_profile ? early_seccomp.get()
-                                                        : compile_seccomp_profile(spec.seccomp_profile, SeccompContext{});
+    if (spec.seccomp_profile != early_profile) {
+      req.seccomp = compile_seccomp_profile(spec.seccomp_profile, SeccompContext{});
+    } else if (early_seccomp_error) {
+      std::rethrow_exception(early_seccomp_error);
+    } else {
+      req.seccomp = std::move(*early_seccomp);
+    }
 
     nlohmann::json limits = limits_to_json(spec);
     audit->append("run_start", report.run_id,

@@ -83,3 +83,28 @@ TEST(Verdict, BanditFindingsMergeWhenEnabled) {
     EXPECT_EQ(e.path().filename().string().rfind("sandboxrun-assess-", 0), std::string::npos)
         << "the private copy given to bandit must be removed: " << e.path();
 }
+
+// The launcher compiles the requested level's seccomp profile while the assessment is still
+// being prepared; the profile in force must still be the one of the level actually used.
+TEST(Verdict, TheSeccompProfileIsTheOneOfTheLevelUsed) {
+  TempDir d;
+  d.write("broken.json", "{\"defaultAction\": \"SCMP_ACT_BOGUS\"}\n");
+  const std::string policies = sandboxrun::testing::source_dir() + "/policies/";
+  auto config = write_config(d, "trust_levels:\n"
+                                "  untrusted:\n    security_opt: [no-new-privileges, seccomp=" + policies + "untrusted.json]\n"
+                                "  unknown:\n    security_opt: [no-new-privileges, seccomp=" + policies + "untrusted.json]\n"
+                                "  trusted:\n    security_opt: [no-new-privileges, seccomp=" + d.path() + "/broken.json]\n");
+  const std::vector<std::string> base{"--config", config, "--audit-log", d.path() + "/audit.log", "--trust", "trusted"};
+
+  // LOW keeps "trusted": its (broken) profile is the one used, so the run fails, naming it.
+  auto low = run_python("print('low')\n", base);
+  EXPECT_EQ(low.exec.exit_code, 125) << low.exec.out;
+  EXPECT_NE(low.exec.err.find("broken.json"), std::string::npos) << low.exec.err;
+
+  // HIGH is forced to "untrusted": the requested level's broken profile must not matter.
+  auto high = run_python("import pickle, subprocess\nsubprocess.call('true', shell=True)\n"
+                         "pickle.loads(pickle.dumps(1))\neval('1')\nprint('ran')\n", base);
+  EXPECT_EQ(high.result["status"], "exited") << high.exec.err;
+  EXPECT_EQ(high.result["trust"], "untrusted");
+  EXPECT_EQ(high.stdout_text(), "ran\n");
+}
