@@ -31,6 +31,12 @@ struct AuditConfig {
   std::chrono::seconds rotate_max_age{0};    // age of the file's first record; 0 = never
   uint64_t keep_files = 0;                   // rotated files kept; 0 = all
   std::chrono::seconds keep_age{0};          // prune rotated files older than this; 0 = never
+  // A writer looks at the log path again (has the file been renamed, replaced or deleted?) when
+  // the lock file says another writer rotated or re-created it, when the file's size is not what
+  // the writer left, and at least this often otherwise: it bounds how late a rename by a tool
+  // that does not take the lock (logrotate, mv) is noticed. 0 = before every append. Not set
+  // from audit.yaml.
+  std::chrono::milliseconds path_check_interval{10};
 };
 
 // Parses audit.yaml strictly (unknown keys and bad values are Errors naming file, key and

@@ -33,6 +33,23 @@ using HexDigest = std::array<char, kHashHex>;
 // UTF-8 replaced by U+FFFD. dump(parse(canonical(j))) == canonical(j).
 std::string canonical(const nlohmann::json& j);
 
+// Deepest nesting the scanner accepts: a top-level member's value is at depth 1.
+inline constexpr int kMaxDepth = 64;
+
+// What append_canonical met on its way.
+struct CanonicalInfo {
+  bool fallback = false;  // a value went through nlohmann's dump (invalid UTF-8, binary)
+  int depth = 0;          // deepest value, counted as the scanner does
+};
+
+// Appends canonical(j) to `out` (the same bytes) without building a temporary string:
+// strings that are valid UTF-8, integers, objects and arrays are written directly; floats,
+// strings with invalid UTF-8 (replaced by U+FFFD) and binary values are written by canonical()
+// itself. `depth` is the depth of `j` as the scanner counts it.
+void append_canonical(std::string& out, const nlohmann::json& j, CanonicalInfo& info, int depth = 0);
+// Appends canonical(nlohmann::json(s)): a JSON string literal.
+void append_canonical_string(std::string& out, std::string_view s, CanonicalInfo& info);
+
 // SHA-256 (unkeyed) or HMAC-SHA256 (keyed) of the concatenation of up to two spans, as
 // lowercase hex. Reuses one OpenSSL context, so one hasher per thread.
 class RecordHasher {

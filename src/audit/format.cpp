@@ -113,8 +113,6 @@ bool parse_u64(std::string_view text, uint64_t& out) {
 
 namespace {
 
-constexpr int kMaxDepth = 64;
-
 // Bytes that end the fast path of a string: quote, backslash, control and non-ASCII.
 constexpr std::array<bool, 256> kStringStop = [] {
   std::array<bool, 256> t{};
@@ -138,6 +136,76 @@ constexpr bool word_has_stop(uint64_t w) {
 }
 
 bool is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+// Length of the valid UTF-8 sequence starting with the non-ASCII byte at p[0] (the rules of
+// nlohmann's decoder and of Scanner::utf8: no overlongs, surrogates or code points above
+// U+10FFFF), or 0 when it is invalid.
+size_t utf8_len(const unsigned char* p, size_t avail) {
+  unsigned char c = p[0];
+  if (c >= 0xC2 && c <= 0xDF) return avail >= 2 && is_cont(p[1]) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF)
+    return avail >= 3 && is_cont(p[1]) && is_cont(p[2]) && !(c == 0xE0 && p[1] < 0xA0) &&
+                   !(c == 0xED && p[1] > 0x9F)
+               ? 3
+               : 0;
+  if (c >= 0xF0 && c <= 0xF4)
+    return avail >= 4 && is_cont(p[1]) && is_cont(p[2]) && is_cont(p[3]) &&
+                   !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] > 0x8F)
+               ? 4
+               : 0;
+  return 0;
+}
+
+// Appends the body of a canonical string literal for `s` (what nlohmann's dump_escaped writes
+// with ensure_ascii=false): runs of plain bytes are copied whole. Returns false, having
+// appended an unspecified prefix, when `s` is not valid UTF-8.
+bool append_escaped(std::string& out, std::string_view s) {
+  const auto* d = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0, run = 0;  // bytes [run, i) are still to be copied as they are
+  for (;;) {
+    while (n - i >= 8) {
+      uint64_t w;
+      std::memcpy(&w, d + i, 8);
+      if (word_has_stop(w)) break;
+      i += 8;
+    }
+    while (i < n && !kStringStop[d[i]]) ++i;
+    if (i == n) break;
+    unsigned char c = d[i];
+    if (c >= 0x80) {
+      size_t len = utf8_len(d + i, n - i);
+      if (len == 0) return false;
+      i += len;  // non-ASCII is written raw
+      continue;
+    }
+    out.append(s.data() + run, i - run);
+    switch (c) {
+      case '"': out.append("\\\"", 2); break;
+      case '\\': out.append("\\\\", 2); break;
+      case '\b': out.append("\\b", 2); break;
+      case '\f': out.append("\\f", 2); break;
+      case '\n': out.append("\\n", 2); break;
+      case '\r': out.append("\\r", 2); break;
+      case '\t': out.append("\\t", 2); break;
+      default: {
+        const char esc[6] = {'\\', 'u', '0', '0', kHexDigits[c >> 4], kHexDigits[c & 0xf]};
+        out.append(esc, 6);
+      }
+    }
+    run = ++i;
+  }
+  out.append(s.data() + run, n - run);
+  return true;
+}
+
+template <typename Int>
+void append_int(std::string& out, Int v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  (void)ec;  // 24 bytes hold any 64-bit integer
+  out.append(buf, static_cast<size_t>(end - buf));
+}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -432,6 +500,72 @@ std::optional<std::string_view> string_body(const Member* m) {
 }
 
 }  // namespace
+
+void append_canonical_string(std::string& out, std::string_view s, CanonicalInfo& info) {
+  size_t start = out.size();
+  out.push_back('"');
+  if (append_escaped(out, s)) {
+    out.push_back('"');
+    return;
+  }
+  // Invalid UTF-8: let nlohmann's replacement define the bytes.
+  out.resize(start);
+  out += canonical(nlohmann::json(s));
+  info.fallback = true;
+}
+
+void append_canonical(std::string& out, const nlohmann::json& j, CanonicalInfo& info, int depth) {
+  using value_t = nlohmann::json::value_t;
+  if (depth > info.depth) info.depth = depth;
+  switch (j.type()) {
+    case value_t::object: {
+      out.push_back('{');
+      bool first = true;
+      for (const auto& [key, value] : j.get_ref<const nlohmann::json::object_t&>()) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_canonical_string(out, key, info);
+        out.push_back(':');
+        append_canonical(out, value, info, depth + 1);
+      }
+      out.push_back('}');
+      return;
+    }
+    case value_t::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const auto& value : j.get_ref<const nlohmann::json::array_t&>()) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_canonical(out, value, info, depth + 1);
+      }
+      out.push_back(']');
+      return;
+    }
+    case value_t::string: {
+      const auto& s = j.get_ref<const std::string&>();
+      size_t start = out.size();
+      out.push_back('"');
+      if (append_escaped(out, s)) {
+        out.push_back('"');
+        return;
+      }
+      out.resize(start);
+      out += canonical(j);
+      info.fallback = true;
+      return;
+    }
+    case value_t::boolean: out += j.get<bool>() ? "true" : "false"; return;
+    case value_t::null: out += "null"; return;
+    case value_t::number_integer: append_int(out, j.get<int64_t>()); return;
+    case value_t::number_unsigned: append_int(out, j.get<uint64_t>()); return;
+    case value_t::number_float: out += canonical(j); return;  // shortest round-trip form
+    default:  // binary, discarded
+      out += canonical(j);
+      info.fallback = true;
+      return;
+  }
+}
 
 bool LineScanner::scan(std::string_view line) {
   members_.clear();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdint>
@@ -45,6 +46,9 @@ std::string read_first_line(int fd, const std::filesystem::path& what);
 
 // "2024-05-01T12:34:56.123456Z"
 std::string rfc3339_now();
+inline constexpr size_t kRfc3339Len = 27;
+// Writes the kRfc3339Len bytes of rfc3339_now()'s form for `ts` (CLOCK_REALTIME) to `out`.
+void format_rfc3339(const timespec& ts, char* out);
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view ts);
 
 // Opens `path` for appending, creating it 0600.

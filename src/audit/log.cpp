@@ -1,11 +1,18 @@
 // The audit log writer: one record per write() under an exclusive flock on <log>.lock, hash
 // chained to the previous record, with rotation, pruning, checkpoints and the code store.
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <syslog.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
 
 #include "internal.hpp"
 #include "sandboxrun/audit.hpp"
@@ -23,26 +30,106 @@ void to_json(nlohmann::json& j, const CodeRef& c) {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+audit::HexDigest to_digest(std::string_view hex) {
+  audit::HexDigest d;
+  std::memcpy(d.data(), hex.data(), d.size());
+  return d;
+}
+
 // The record the next append chains to.
 struct Head {
   uint64_t seq = 0;
-  std::string hash{audit::kGenesisPrev};
+  audit::HexDigest hash = to_digest(audit::kGenesisPrev);
 };
+
+std::string to_string(const audit::HexDigest& d) { return std::string(d.data(), d.size()); }
 
 void check_fields(const std::string& event, const nlohmann::json& fields) {
   if (event.empty()) throw Error("audit event name is empty");
   if (!fields.is_object()) throw Error("audit fields of event '" + event + "' must be a JSON object");
-  for (auto key : audit::kReservedKeys)
-    if (fields.contains(key))
-      throw Error("audit event '" + event + "' uses the reserved field '" + std::string(key) + "'");
-  if (auto it = fields.find("code"); it != fields.end()) {
-    const auto& c = *it;
-    if (!c.is_object() || c.size() != 3 || !c.contains("name") || !c["name"].is_string() ||
-        !c.contains("sha256") || !c["sha256"].is_string() || c["sha256"].get_ref<const std::string&>().size() != 64 ||
-        !c.contains("size") || !c["size"].is_number_integer() || c["size"].get<int64_t>() < 0)
+  // One pass over the (few) keys instead of a map lookup per reserved key.
+  const nlohmann::json* code = nullptr;
+  for (const auto& [key, value] : fields.get_ref<const nlohmann::json::object_t&>()) {
+    if (key.size() > 6) continue;  // longer than every reserved key and "code"
+    for (auto reserved : audit::kReservedKeys)
+      if (key == reserved)
+        throw Error("audit event '" + event + "' uses the reserved field '" + std::string(reserved) + "'");
+    if (key == "code") code = &value;
+  }
+  if (code) {
+    const auto& c = *code;
+    auto member = [&c](const char* name) -> const nlohmann::json* {
+      auto it = c.find(name);
+      return it == c.end() ? nullptr : &*it;
+    };
+    const nlohmann::json *name = nullptr, *sha = nullptr, *size = nullptr;
+    if (c.is_object() && c.size() == 3) {
+      name = member("name");
+      sha = member("sha256");
+      size = member("size");
+    }
+    if (!name || !name->is_string() || !sha || !sha->is_string() ||
+        sha->get_ref<const std::string&>().size() != 64 || !size || !size->is_number_integer() ||
+        size->get<int64_t>() < 0)
       throw Error("audit event '" + event + "': field 'code' must be {name, sha256, size}",
                   "build it with AuditLog::store_code");
   }
+}
+
+// The header of <log>.lock (docs/audit.md, "Lock file"): the file the writers last found at the
+// log path, and a generation that changes whenever a writer rotates, re-creates or finds
+// replaced the file at the path. A lock file without it (empty: written before the header
+// existed, or damaged) just makes the next writer look at the path and write it.
+struct LockHeader {
+  uint64_t gen = 0, dev = 0, ino = 0;
+};
+constexpr std::string_view kLockMagic = "sandboxrun-audit-lock 1 gen=";
+constexpr size_t kLockHeaderLen = kLockMagic.size() + 16 + 5 + 16 + 5 + 16 + 1;
+using LockBytes = std::array<char, kLockHeaderLen>;
+
+LockBytes format_header(const LockHeader& h) {
+  char buf[kLockHeaderLen + 1];
+  int n = std::snprintf(buf, sizeof buf, "%.*s%016llx dev=%016llx ino=%016llx\n",
+                        static_cast<int>(kLockMagic.size()), kLockMagic.data(),
+                        static_cast<unsigned long long>(h.gen), static_cast<unsigned long long>(h.dev),
+                        static_cast<unsigned long long>(h.ino));
+  if (n != static_cast<int>(kLockHeaderLen)) throw Error("audit lock header has the wrong length");
+  LockBytes out;
+  std::memcpy(out.data(), buf, kLockHeaderLen);
+  return out;
+}
+
+bool parse_hex16(std::string_view s, uint64_t& out) {
+  if (s.size() != 16) return false;
+  out = 0;
+  for (char c : s) {
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) return false;
+    out = out << 4 | static_cast<uint64_t>(v);
+  }
+  return true;
+}
+
+bool parse_header(std::string_view b, LockHeader& h) {
+  size_t m = kLockMagic.size();
+  return b.size() == kLockHeaderLen && b.substr(0, m) == kLockMagic && parse_hex16(b.substr(m, 16), h.gen) &&
+         b.substr(m + 16, 5) == " dev=" && parse_hex16(b.substr(m + 21, 16), h.dev) &&
+         b.substr(m + 37, 5) == " ino=" && parse_hex16(b.substr(m + 42, 16), h.ino) && b.back() == '\n';
+}
+
+// A fresh generation's start: random, so that a lock file that was emptied and written again
+// does not come back to a value some writer still remembers.
+uint64_t random_generation() {
+  uint64_t v = 0;
+  if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    v = static_cast<uint64_t>(ts.tv_nsec) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(ts.tv_sec) ^
+        (static_cast<uint64_t>(::getpid()) << 32);
+  }
+  return v;
 }
 
 }  // namespace
@@ -50,19 +137,29 @@ void check_fields(const std::string& event, const nlohmann::json& fields) {
 struct AuditLog::Impl {
   AuditConfig cfg;
   std::filesystem::path path;
+  std::filesystem::path lock_file;
   std::filesystem::path anchor;
   audit::RecordHasher hasher;
   std::string kid;
   UniqueFd lock_fd;
   UniqueFd log_fd;
+  dev_t dev = 0;      // of log_fd
+  ino_t ino = 0;
+  uint64_t size = 0;  // of log_fd, as of this append
   audit::LineScanner scanner;
-  struct stat st {};  // of log_fd, as of the last refresh() or write
+  std::string line;   // the record being written (reused: no allocation per append)
 
-  // What this process last knew about the file's end, to skip re-reading it while nobody
-  // else appended (same inode, same size).
+  // The lock header as it was when this writer last made sure, under the lock, that the path
+  // names log_fd's file. While the header still reads the same, no writer has rotated or
+  // replaced the file, and the path need not be looked at (for path_check_interval).
+  LockBytes confirmed{};
+  LockHeader confirmed_header;
+  bool have_confirmed = false;
+  Clock::time_point confirmed_at;
+
+  // What this writer last knew about the end of log_fd's file, to skip re-reading it while
+  // nobody else appended (same size). Reset whenever log_fd changes.
   struct Cache {
-    dev_t dev = 0;
-    ino_t ino = 0;
     uint64_t size = 0;
     Head head;
     bool valid = false;
@@ -73,41 +170,133 @@ struct AuditLog::Impl {
 
   bool syncs() const { return cfg.sync != AuditSync::none; }
 
-  // Makes log_fd the file at `path` (another writer may have rotated or recreated it) and
-  // `st` its current status. One stat() when nothing changed: same inode as our fd.
-  void refresh() {
-    struct stat by_path {};
-    bool exists = ::stat(path.c_str(), &by_path) == 0;
-    if (!exists && errno != ENOENT) throw_errno("cannot stat " + path.string());
-    if (log_fd && exists && by_path.st_dev == st.st_dev && by_path.st_ino == st.st_ino) {
-      st = by_path;
-      return;
+  // Whether `path` exists, and which file it names. statx without timestamps: asking for them
+  // would make the next write update the file's times at full resolution (multigrain
+  // timestamps), a measurable cost per append.
+  bool stat_path(dev_t& pdev, ino_t& pino) const {
+    struct statx sx {};
+    if (::statx(AT_FDCWD, path.c_str(), 0, STATX_INO, &sx) == 0) {
+      pdev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+      pino = sx.stx_ino;
+      return true;
     }
+    if (errno == ENOSYS) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0) {
+        pdev = st.st_dev;
+        pino = st.st_ino;
+        return true;
+      }
+    }
+    if (errno != ENOENT) throw_errno("cannot stat " + path.string());
+    return false;
+  }
+
+  // Opens the file at `path` (creating it) as log_fd.
+  void reopen() {
+    log_fd = audit::open_append(path);
+    struct stat st {};
+    if (::fstat(log_fd.get(), &st) != 0) throw_errno("cannot stat " + path.string());
+    dev = st.st_dev;
+    ino = st.st_ino;
+    cache.valid = false;
+  }
+
+  // Makes log_fd the file at `path` (another writer may have rotated or re-created it, another
+  // tool renamed or deleted it).
+  void open_path() {
+    dev_t pdev = 0;
+    ino_t pino = 0;
+    bool exists = stat_path(pdev, pino);
+    if (log_fd && exists && pdev == dev && pino == ino) return;
     reopen();
     if (!exists && syncs()) audit::fsync_dir(path.parent_path());
   }
 
-  void reopen() {
-    log_fd = audit::open_append(path);
-    if (::fstat(log_fd.get(), &st) != 0) throw_errno("cannot stat " + path.string());
-    cache.valid = false;
+  size_t read_lock_header(char* buf) {
+    ssize_t n;
+    do {
+      n = ::pread(lock_fd.get(), buf, kLockHeaderLen, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) throw_errno("cannot read audit lock file " + lock_file.string());
+    return static_cast<size_t>(n);
   }
 
-  Head parse_head(const std::string& line, const std::filesystem::path& file) {
+  // Writes the lock header; on failure sets errno and returns false (a short write leaves a
+  // header nobody parses, which makes every writer look at the path: safe).
+  bool write_lock_header(const LockHeader& h) {
+    LockBytes bytes = format_header(h);
+    ssize_t n;
+    do {
+      n = ::pwrite(lock_fd.get(), bytes.data(), bytes.size(), 0);
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(bytes.size())) {
+      if (n >= 0) errno = ENOSPC;
+      return false;
+    }
+    confirmed = bytes;
+    confirmed_header = h;
+    return true;
+  }
+
+  // Under the lock: looks at the path (open_path) and makes the lock header name the file there,
+  // moving to the next generation when it named another (so that the other writers look too).
+  // `hdr` holds the `n` header bytes just read.
+  void confirm(const char* hdr, size_t n) {
+    open_path();
+    LockHeader h;
+    bool valid = parse_header(std::string_view(hdr, n), h);
+    if (valid && h.dev == static_cast<uint64_t>(dev) && h.ino == static_cast<uint64_t>(ino)) {
+      std::memcpy(confirmed.data(), hdr, kLockHeaderLen);
+      confirmed_header = h;
+    } else if (!write_lock_header({valid ? h.gen + 1 : random_generation(), static_cast<uint64_t>(dev),
+                                   static_cast<uint64_t>(ino)})) {
+      // Not fatal: this writer just looks at the path before every append until it can.
+      have_confirmed = false;
+      return;
+    }
+    have_confirmed = true;
+    confirmed_at = Clock::now();
+  }
+
+  uint64_t current_size() {
+    off_t end = ::lseek(log_fd.get(), 0, SEEK_END);
+    if (end < 0) throw_errno("cannot seek in " + path.string());
+    return static_cast<uint64_t>(end);
+  }
+
+  Head parse_head(const std::string& text, const std::filesystem::path& file) {
     audit::RecordFields f;
     std::string err;
-    if (!audit::parse_record(line, scanner, f, err))
+    if (!audit::parse_record(text, scanner, f, err))
       throw Error("the last record of " + file.string() + " is unreadable: " + err,
                   "run `sandboxrun audit verify --log " + path.string() + "`");
-    return Head{f.seq, std::string(f.hash)};
+    return Head{f.seq, to_digest(f.hash)};
+  }
+
+  // Under the lock: makes log_fd the file at the path and `size` its size, and returns the
+  // record to chain to. Costs one pread (lock header) and one lseek while nothing changed.
+  Head locate() {
+    char hdr[kLockHeaderLen];
+    size_t n = read_lock_header(hdr);
+    bool same = have_confirmed && n == kLockHeaderLen &&
+                std::memcmp(hdr, confirmed.data(), kLockHeaderLen) == 0 &&
+                Clock::now() - confirmed_at < cfg.path_check_interval;
+    if (!same) confirm(hdr, n);
+    size = current_size();
+    if (cache.valid && cache.size == size) return cache.head;
+    if (same) {
+      // The file changed under us (another writer appended, or it was truncated): look at the
+      // path as well before reading its end.
+      confirm(hdr, n);
+      size = current_size();
+    }
+    return read_head();
   }
 
   // The record to chain to: the last line of the current file, else of the newest rotated
   // file, else genesis. Refuses to append after a torn line.
-  Head head() {
-    auto size = static_cast<uint64_t>(st.st_size);
-    if (cache.valid && cache.dev == st.st_dev && cache.ino == st.st_ino && cache.size == size)
-      return cache.head;
+  Head read_head() {
     Head h;
     if (size > 0) {
       audit::LastLine last = audit::read_last_line(log_fd.get(), size, path);
@@ -126,20 +315,20 @@ struct AuditLog::Impl {
                     "run `sandboxrun audit verify --log " + path.string() + "`");
       h = parse_head(last.line, rotated.back());
     }
-    cache = Cache{st.st_dev, st.st_ino, size, h, true};
+    cache = Cache{size, h, true};
     return h;
   }
 
   bool rotation_due() {
-    if (st.st_size == 0) return false;
-    if (cfg.rotate_max_bytes != 0 && static_cast<uint64_t>(st.st_size) >= cfg.rotate_max_bytes) return true;
+    if (size == 0) return false;
+    if (cfg.rotate_max_bytes != 0 && size >= cfg.rotate_max_bytes) return true;
     if (cfg.rotate_max_age.count() == 0) return false;
-    if (first_ts_ino != st.st_ino || !first_ts) {
-      first_ts_ino = st.st_ino;
+    if (first_ts_ino != ino || !first_ts) {
+      first_ts_ino = ino;
       audit::RecordFields f;
       std::string err;
-      std::string line = audit::read_first_line(log_fd.get(), path);
-      first_ts = audit::parse_record(line, scanner, f, err) ? audit::parse_rfc3339(f.ts) : std::nullopt;
+      std::string first = audit::read_first_line(log_fd.get(), path);
+      first_ts = audit::parse_record(first, scanner, f, err) ? audit::parse_rfc3339(f.ts) : std::nullopt;
       if (!first_ts) return false;  // verify reports a damaged first record; do not rotate on it
     }
     return std::chrono::system_clock::now() - *first_ts >= cfg.rotate_max_age;
@@ -151,8 +340,20 @@ struct AuditLog::Impl {
     if (::access(target.c_str(), F_OK) == 0)
       throw Error("cannot rotate " + path.string() + ": " + target.string() + " already exists",
                   "run `sandboxrun audit verify`; the rotated files are inconsistent");
+    // Next generation before the file leaves the path: a writer that still has it open looks at
+    // the path at its next append, even if this process dies between here and the new header.
+    // (Without a header this writer could not confirm, and starts a fresh generation.)
+    uint64_t gen = have_confirmed ? confirmed_header.gen + 1 : random_generation();
+    have_confirmed = false;
+    if (!write_lock_header({gen, 0, 0}))
+      throw_errno("cannot rotate " + path.string() + ": cannot write audit lock file " + lock_file.string());
     if (::rename(path.c_str(), target.c_str()) != 0) throw_errno("cannot rotate " + path.string());
     reopen();
+    size = 0;
+    if (write_lock_header({gen + 1, static_cast<uint64_t>(dev), static_cast<uint64_t>(ino)})) {
+      have_confirmed = true;
+      confirmed_at = Clock::now();
+    }
     first_ts.reset();
     audit::fsync_dir(path.parent_path());
     prune(h);
@@ -186,37 +387,101 @@ struct AuditLog::Impl {
     nlohmann::json names = nlohmann::json::array();
     for (size_t i = 0; i < remove; ++i) names.push_back(files[i].filename().string());
     write_locked(h, "prune", "",
-                 {{"files", names}, {"through_seq", through.seq}, {"through_hash", through.hash}}, true);
+                 {{"files", names}, {"through_seq", through.seq}, {"through_hash", to_string(through.hash)}},
+                 true);
     for (size_t i = 0; i < remove; ++i)
       if (::unlink(files[i].c_str()) != 0 && errno != ENOENT) throw_errno("cannot prune " + files[i].string());
     audit::fsync_dir(path.parent_path());
   }
 
+  // Builds the canonical record line (docs/audit.md) in `line`, with 64 zeros for its hash,
+  // and returns where its `,"hash":"…"` member starts. The members the log fills in are merged
+  // into the (sorted) event fields as they are written, which gives the bytes canonical() gives
+  // for the whole record.
+  size_t build_line(const Head& h, std::string_view event, std::string_view run_id,
+                    const nlohmann::json& fields, audit::CanonicalInfo& info) {
+    enum : int { kEvent, kHash, kKid, kPrev, kRunId, kSeq, kTs, kCount };
+    static constexpr std::string_view kKeys[kCount] = {"event", "hash", "kid", "prev", "run_id", "seq", "ts"};
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    char ts[audit::kRfc3339Len];
+    audit::format_rfc3339(now, ts);
+    char seq[24];
+    auto seq_end = std::to_chars(seq, seq + sizeof seq, h.seq + 1).ptr;
+    size_t hash_pos = 0;
+    auto reserved = [&](int m) {
+      if (m == kHash) hash_pos = line.size() - 1;  // at the comma: "hash" is never first
+      line += '"';
+      line += kKeys[m];
+      line += "\":";
+      switch (m) {
+        case kEvent: audit::append_canonical_string(line, event, info); break;
+        case kHash:
+          line += '"';
+          line += audit::kGenesisPrev;
+          line += '"';
+          break;
+        case kKid: audit::append_canonical_string(line, kid, info); break;
+        case kPrev:
+          line += '"';
+          line.append(h.hash.data(), h.hash.size());
+          line += '"';
+          break;
+        case kRunId: audit::append_canonical_string(line, run_id, info); break;
+        case kSeq: line.append(seq, static_cast<size_t>(seq_end - seq)); break;
+        default:
+          line += '"';
+          line.append(ts, sizeof ts);
+          line += '"';
+          break;
+      }
+    };
+    const auto& members = fields.get_ref<const nlohmann::json::object_t&>();
+    auto it = members.begin();
+    int r = 0;
+    bool first = true;
+    line.clear();
+    line += '{';
+    for (;;) {
+      if (r == kKid && !hasher.keyed()) ++r;
+      bool field = it != members.end() && (r == kCount || std::string_view(it->first) < kKeys[r]);
+      if (!field && r == kCount) break;
+      if (!first) line += ',';
+      first = false;
+      if (field) {
+        audit::append_canonical_string(line, it->first, info);
+        line += ':';
+        audit::append_canonical(line, it->second, info, 1);
+        ++it;
+      } else {
+        reserved(r++);
+      }
+    }
+    line += '}';
+    return hash_pos;
+  }
+
   uint64_t write_locked(Head& h, const std::string& event, const std::string& run_id,
-                        nlohmann::json fields, bool durable) {
-    fields["seq"] = h.seq + 1;
-    fields["ts"] = audit::rfc3339_now();
-    fields["run_id"] = run_id;
-    fields["event"] = event;
-    fields["prev"] = h.hash;
-    if (hasher.keyed()) fields["kid"] = kid;
-    // Serialize once with a placeholder hash, hash the line without its hash member (which is
-    // canonical() of the record sans hash, see docs/audit.md), then fill the digest in place.
-    fields["hash"] = audit::kGenesisPrev;
-    std::string line = canonical(fields);
+                        const nlohmann::json& fields, bool durable) {
+    audit::CanonicalInfo info;
+    size_t hash_pos = build_line(h, event, run_id, fields, info);
     if (line.size() > audit::kMaxRecordBytes)
       throw Error("audit record for event '" + event + "' is " + std::to_string(line.size()) +
                       " bytes, more than the " + std::to_string(audit::kMaxRecordBytes) + " allowed",
                   "record less detail (e.g. fewer findings)");
-    audit::RecordFields f;
-    std::string err;
-    if (!audit::parse_record(line, scanner, f, err))
-      throw Error("audit record for event '" + event + "' is not canonical: " + err);
-    auto [a, b] = audit::hashed_spans(line, f.hash_pos);
+    if (info.fallback || info.depth > audit::kMaxDepth) {
+      // Replaced invalid UTF-8 (keys may collide or reorder) or deep nesting: make sure verify
+      // will read what is written.
+      audit::RecordFields f;
+      std::string err;
+      if (!audit::parse_record(line, scanner, f, err))
+        throw Error("audit record for event '" + event + "' is not canonical: " + err);
+      if (f.hash_pos != hash_pos) throw Error("audit record for event '" + event + "': misplaced hash member");
+    }
+    auto [a, b] = audit::hashed_spans(line, hash_pos);
     audit::HexDigest digest = hasher.digest(a, b);
-    line.replace(f.hash_pos + 9, audit::kHashHex, digest.data(), digest.size());
-    std::string hash(digest.data(), digest.size());
-    line.push_back('\n');
+    std::memcpy(line.data() + hash_pos + 9, digest.data(), digest.size());
+    line += '\n';
 
     ssize_t n;
     do {
@@ -225,16 +490,16 @@ struct AuditLog::Impl {
     if (n != static_cast<ssize_t>(line.size())) {
       int err_no = n < 0 ? errno : ENOSPC;
       // Take a short write back so the file still ends with a complete record.
-      if (n > 0 && ::ftruncate(log_fd.get(), st.st_size) != 0) {
+      if (n > 0 && ::ftruncate(log_fd.get(), static_cast<off_t>(size)) != 0) {
         throw_errno(err_no, "short write to audit log " + path.string() + " left a torn record",
                     "run `sandboxrun audit repair --log " + path.string() + "`");
       }
       throw_errno(err_no, "cannot append to audit log " + path.string());
     }
     h.seq += 1;
-    h.hash = hash;
-    st.st_size += static_cast<off_t>(line.size());
-    cache = Cache{st.st_dev, st.st_ino, static_cast<uint64_t>(st.st_size), h, true};
+    h.hash = digest;
+    size += line.size();
+    cache = Cache{size, h, true};
 
     bool sync_now = durable || cfg.sync == AuditSync::each ||
                     (cfg.sync == AuditSync::batch && h.seq % cfg.sync_batch == 0);
@@ -244,15 +509,16 @@ struct AuditLog::Impl {
   }
 
   void checkpoint(const Head& h) {
-    nlohmann::json cp{{"file", path.filename().string()}, {"seq", h.seq}, {"hash", h.hash},
+    std::string hash = to_string(h.hash);
+    nlohmann::json cp{{"file", path.filename().string()}, {"seq", h.seq}, {"hash", hash},
                       {"ts", audit::rfc3339_now()}};
-    std::string line = canonical(cp) + "\n";
+    std::string text = canonical(cp) + "\n";
     UniqueFd fd = audit::open_append(anchor);
-    if (!write_all(fd.get(), line.data(), line.size())) throw_errno("cannot write audit anchor " + anchor.string());
+    if (!write_all(fd.get(), text.data(), text.size())) throw_errno("cannot write audit anchor " + anchor.string());
     if (syncs() && ::fdatasync(fd.get()) != 0) throw_errno("cannot sync audit anchor " + anchor.string());
     if (cfg.syslog)
       ::syslog(LOG_AUTHPRIV | LOG_NOTICE, "sandboxrun audit checkpoint log=%s seq=%llu hash=%s",
-               path.c_str(), static_cast<unsigned long long>(h.seq), h.hash.c_str());
+               path.c_str(), static_cast<unsigned long long>(h.seq), hash.c_str());
   }
 };
 
@@ -274,10 +540,11 @@ AuditLog AuditLog::open(const AuditConfig& cfg, std::optional<std::filesystem::p
     impl->kid = audit::key_id(key);
   }
   audit::ensure_private_dir(impl->path.parent_path());
-  auto lp = audit::lock_path(impl->path);
-  impl->lock_fd = UniqueFd(::open(lp.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!impl->lock_fd) throw_errno("cannot open audit lock file " + lp.string());
-  impl->refresh();
+  impl->lock_file = audit::lock_path(impl->path);
+  impl->lock_fd = UniqueFd(::open(impl->lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!impl->lock_fd) throw_errno("cannot open audit lock file " + impl->lock_file.string());
+  impl->open_path();  // the first append looks again, under the lock
+  impl->line.reserve(4096);
   return AuditLog(std::move(impl));
 }
 
@@ -286,11 +553,10 @@ uint64_t AuditLog::append(const std::string& event, const std::string& run_id, n
   if (fields.is_null()) fields = nlohmann::json::object();
   check_fields(event, fields);
   Impl& m = *impl_;
-  audit::FileLock lock(m.lock_fd.get(), audit::lock_path(m.path));
-  m.refresh();
-  Head h = m.head();
+  audit::FileLock lock(m.lock_fd.get(), m.lock_file);
+  Head h = m.locate();
   if (m.rotation_due()) m.rotate(h);
-  return m.write_locked(h, event, run_id, std::move(fields), durable);
+  return m.write_locked(h, event, run_id, fields, durable);
 }
 
 CodeRef AuditLog::store_code(std::string_view code, std::string name) {

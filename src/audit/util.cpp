@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include "internal.hpp"
@@ -114,16 +115,30 @@ std::string read_first_line(int fd, const std::filesystem::path& what) {
   }
 }
 
+void format_rfc3339(const timespec& ts, char* out) {
+  // gmtime_r and the date digits once per second; the microseconds every time.
+  thread_local time_t cached_sec = -1;
+  thread_local char cached[kRfc3339Len];
+  if (ts.tv_sec != cached_sec) {
+    tm t{};
+    ::gmtime_r(&ts.tv_sec, &t);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.000000Z", t.tm_year + 1900,
+                  t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec);
+    std::memcpy(cached, buf, kRfc3339Len);
+    cached_sec = ts.tv_sec;
+  }
+  std::memcpy(out, cached, kRfc3339Len);
+  auto us = static_cast<unsigned>(ts.tv_nsec / 1000);
+  for (int i = 25; i >= 20; --i, us /= 10) out[i] = static_cast<char>('0' + us % 10);
+}
+
 std::string rfc3339_now() {
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
-  tm t{};
-  ::gmtime_r(&ts.tv_sec, &t);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", t.tm_year + 1900,
-                t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
-                static_cast<int>(ts.tv_nsec / 1000));
-  return buf;
+  char buf[kRfc3339Len];
+  format_rfc3339(ts, buf);
+  return std::string(buf, kRfc3339Len);
 }
 
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view ts) {

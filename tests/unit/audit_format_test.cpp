@@ -4,6 +4,11 @@
 //   hashlib.sha256(c).hexdigest(); hmac.new(key, c, hashlib.sha256).hexdigest()
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <optional>
+#include <random>
+#include <vector>
+
 #include "sandboxrun/audit_format.hpp"
 
 namespace sandboxrun::audit {
@@ -115,6 +120,100 @@ TEST(AuditFormat, ScannerRejectsNonCanonicalJson) {
   }
   std::string deep(100, '[');
   EXPECT_FALSE(scan.scan("{\"a\":" + deep + std::string(100, ']') + "}"));
+}
+
+// The writer serializes with append_canonical: it must give canonical()'s bytes for any value.
+class RandomJson {
+ public:
+  explicit RandomJson(uint32_t seed) : rng_(seed) {}
+
+  std::string text() {
+    // Plain ASCII, escapes, DEL, valid multi-byte sequences and invalid ones.
+    static const std::vector<std::string> pieces = {
+        "a", "Z", "0", " ", "~", "\"", "\\", "/", "\b", "\f", "\n", "\r", "\t", std::string(1, '\0'),
+        "\x01", "\x1f", "\x7f", "\xc2\x80", "\xc3\xa9", "\xdf\xbf", "\xe0\xa0\x80", "\xe2\x98\x83",
+        "\xed\x9f\xbf", "\xef\xbf\xbd", "\xf0\x90\x80\x80", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf",
+        "\x80", "\xbf", "\xc0\xaf", "\xc1", "\xc3", "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+        "\xf5", "\xff", "\xe2\x98", "\xf0\x9f\x98", "plain text of some length"};
+    std::string out;
+    int n = pick(12);
+    for (int i = 0; i < n; ++i) out += pieces[pick(static_cast<int>(pieces.size()))];
+    return out;
+  }
+
+  json value(int depth) {
+    switch (pick(depth > 4 ? 7 : 9)) {
+      case 0: return nullptr;
+      case 1: return pick(2) == 0;
+      case 2: return static_cast<int64_t>(bits()) >> pick(64);
+      case 3: return bits() >> pick(64);
+      case 4: {
+        uint64_t b = bits();
+        double d;
+        std::memcpy(&d, &b, sizeof d);  // any bit pattern: NaN, inf, denormals, -0.0
+        return pick(2) ? d : static_cast<double>(static_cast<int64_t>(bits() >> pick(64))) / (1 + pick(1000));
+      }
+      case 5: return text();
+      case 6: return pick(2) ? json::binary({1, 2, 3}, 7) : json::binary({0xff});
+      case 7: {
+        json a = json::array();
+        for (int i = pick(5); i > 0; --i) a.push_back(value(depth + 1));
+        return a;
+      }
+      default: {
+        json o = json::object();
+        for (int i = pick(6); i > 0; --i) o[text()] = value(depth + 1);
+        return o;
+      }
+    }
+  }
+
+ private:
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<uint32_t>(n)); }
+  uint64_t bits() { return (static_cast<uint64_t>(rng_()) << 32) ^ rng_(); }
+  std::mt19937 rng_;
+};
+
+TEST(AuditFormat, AppendCanonicalGivesCanonicalBytes) {
+  auto check = [](const json& j) {
+    std::string out = "prefix";
+    CanonicalInfo info;
+    append_canonical(out, j, info);
+    ASSERT_EQ(out, "prefix" + canonical(j)) << j.dump(-1, ' ', true, json::error_handler_t::replace);
+  };
+  check(fixed_record());
+  check(json::object());
+  check(json{{"a", json::array({1, -2, 0.1, 1e300, nullptr, true, false, "x"})}, {"\x7f", "\xf0\x9f\x98\x80"}});
+  RandomJson gen(20240501);
+  for (int i = 0; i < 20000; ++i) check(gen.value(0));
+  for (int i = 0; i < 20000; ++i) {
+    std::string s = gen.text(), out;
+    CanonicalInfo info;
+    append_canonical_string(out, s, info);
+    ASSERT_EQ(out, canonical(json(s))) << json(s).dump(-1, ' ', true, json::error_handler_t::replace);
+  }
+}
+
+TEST(AuditFormat, AppendCanonicalReportsFallbackAndDepth) {
+  CanonicalInfo plain;
+  std::string out;
+  append_canonical(out, json{{"a", "\xc3\xa9\n"}, {"b", json::array({1.5, 2})}}, plain);
+  EXPECT_FALSE(plain.fallback);
+  EXPECT_EQ(plain.depth, 2);
+  CanonicalInfo invalid;
+  append_canonical(out, json{{"a", "\xff"}}, invalid);
+  EXPECT_TRUE(invalid.fallback);
+  CanonicalInfo key;
+  append_canonical(out, json{{"\xc3", 1}}, key);
+  EXPECT_TRUE(key.fallback);
+  json deep = 1;
+  for (int i = 0; i < kMaxDepth; ++i) deep = json::array({deep});
+  CanonicalInfo d;
+  out.clear();
+  append_canonical(out, json{{"v", deep}}, d);
+  EXPECT_EQ(d.depth, kMaxDepth + 1);
+  LineScanner scan;
+  EXPECT_FALSE(scan.scan(out));  // the scanner's limit is the same
 }
 
 TEST(AuditFormat, ParseRecordRequiresChainFields) {
