@@ -7,8 +7,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sandboxrun/spec.hpp"
@@ -76,7 +76,7 @@ class MigrationWarmup {
   MigrationWarmup& operator=(const MigrationWarmup&) = delete;
   // Ends the thread (idempotent); call once the run's processes are placed.
   void stop() noexcept;
-  // How many no-op moves were written (for tests and --verbose).
+  // How many no-op moves were written (for tests).
   unsigned writes() const noexcept;
 
  private:

@@ -542,19 +542,7 @@ void append_canonical(std::string& out, const nlohmann::json& j, CanonicalInfo& 
       out.push_back(']');
       return;
     }
-    case value_t::string: {
-      const auto& s = j.get_ref<const std::string&>();
-      size_t start = out.size();
-      out.push_back('"');
-      if (append_escaped(out, s)) {
-        out.push_back('"');
-        return;
-      }
-      out.resize(start);
-      out += canonical(j);
-      info.fallback = true;
-      return;
-    }
+    case value_t::string: append_canonical_string(out, j.get_ref<const std::string&>(), info); return;
     case value_t::boolean: out += j.get<bool>() ? "true" : "false"; return;
     case value_t::null: out += "null"; return;
     case value_t::number_integer: append_int(out, j.get<int64_t>()); return;

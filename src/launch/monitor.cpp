@@ -158,8 +158,9 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
         setup_error = std::string("sandbox setup failed at '") + e.stage + "' (" + e.detail +
                       "): " + std::strerror(e.err);
         kill_sandbox();
+      } else if (got == 0) {
+        exec_seen = Clock::now();
       }
-      else if (got == 0) exec_seen = Clock::now();
       fds.error_read.reset();  // EOF: the payload's execve succeeded
     }
     if (ready(idx_ctl)) {

@@ -699,8 +699,8 @@ TEST(AuditWriterView, RotationThatDiesHalfWayStillTellsTheOtherWriters) {
   fs::path path = dir.path() / "audit.log";
   auto log = AuditLog::open(long_lived_config(), path);
   EXPECT_EQ(log.append("a", "r", {}), 1u);
-  // Another writer renames the file away, then fails to create the new one (no fd left), as
-  // if it died between the two: the generation must already have moved.
+  // Another writer renames the file away, then fails to create the new one (file creation is
+  // made to fail), as if it died between the two: the generation must already have moved.
   in_other_process([&] {
     auto cfg = long_lived_config();
     cfg.rotate_max_bytes = 1;
