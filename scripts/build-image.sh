@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Builds the default sandbox image (Debian bookworm + python3 and pip) as an OCI image layout in
-# images/default/, then unpacks it into rootfs/default with `sandboxrun image unpack`, so the
-# project's own image goes through the same path as images users bring.
+# STORE/images/default/, then unpacks it into STORE/rootfs/default with `sandboxrun image unpack`,
+# so the project's own image goes through the same path as images users bring. STORE is the
+# checkout (for a build tree) or, for an installed product, its image store (/var/lib/sandboxrun;
+# `sandboxrun image build-default` runs this script with SANDBOXRUN_IMAGE_STORE set).
 #
 # Only Debian's package repository is contacted. Run as root (mmdebstrap keeps ownership).
 # Re-running is fast: nothing is rebuilt when the layout exists, and nothing is unpacked when
 # rootfs/.default.digest names the layout's manifest. --rebuild forces a fresh image.
 #
-# Environment: SANDBOXRUN (binary, default build/sandboxrun), MIRROR, SUITE.
+# Environment: SANDBOXRUN (binary, default build/sandboxrun), SANDBOXRUN_IMAGE_STORE (default: the
+# checkout this script is in), MIRROR, SUITE.
 set -euo pipefail
 
 usage() { echo "usage: $0 [--rebuild]" >&2; exit 2; }
@@ -21,13 +24,13 @@ for arg in "$@"; do
 done
 
 cd "$(dirname "$0")/.."
-repo=$PWD
+store=${SANDBOXRUN_IMAGE_STORE:-$PWD}
 suite=${SUITE:-bookworm}
 mirror=${MIRROR:-http://deb.debian.org/debian}
 sandboxrun=${SANDBOXRUN:-build/sandboxrun}
-layout=$repo/images/default
-rootfs=$repo/rootfs/default
-stamp=$repo/rootfs/.default.digest
+layout=$store/images/default
+rootfs=$store/rootfs/default
+stamp=$store/rootfs/.default.digest
 packages=python3,python3-pip
 
 die() { echo "build-image.sh: $*" >&2; exit 1; }
@@ -55,7 +58,7 @@ add_blob() {
 
 build_layout() {
   local work arch goarch
-  work=$(mktemp -d "$repo/images/.default.build.XXXXXX")
+  work=$(mktemp -d "$store/images/.default.build.XXXXXX")
   # shellcheck disable=SC2064  # expand $work now: the trap must remove this very directory
   trap "rm -rf '$work'" EXIT
   mkdir -p "$work/layout/blobs/sha256"
@@ -108,7 +111,7 @@ build_layout() {
   echo "build-image.sh: wrote $layout ($manifest_digest, layer $(( layer_size / 1048576 )) MiB)" >&2
 }
 
-mkdir -p "$repo/images" "$repo/rootfs"
+mkdir -p "$store/images" "$store/rootfs"
 # The package list is part of the image: a layout built from another list is rebuilt.
 if (( rebuild )) || [[ ! -f $layout/index.json ]] || [[ "$(cat "$layout/.packages" 2>/dev/null)" != "$packages" ]]; then
   build_layout

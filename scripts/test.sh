@@ -9,6 +9,9 @@ scripts/setup.sh
 echo "== host capabilities (the cgroup line names the backend the resource tests exercise)"
 build/sandboxrun doctor || echo "(doctor found something missing; the tests below will say what breaks)"
 
+echo "== building the tests (build/)"
+cmake --build build -j"$(nproc)"
+
 echo "== unit + integration tests (build/)"
 ctest --test-dir build --output-on-failure --timeout 600 -j2
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sandboxrun/cgroup.hpp"
+#include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/seccomp.hpp"
 #include "sandboxrun/spec.hpp"
@@ -22,7 +23,7 @@ struct LaunchRequest {
   std::string script_name;     // file name shown inside the sandbox (/run/sandbox/NAME)
   std::string script;          // the exact bytes that were assessed; copied in, never re-read
   std::vector<std::string> args;
-  SeccompProgram seccomp;      // compiled from spec.seccomp_profile
+  const SeccompProgram* seccomp = nullptr;  // compiled from spec.seccomp_profile; required
   bool capture = false;        // --json: capture (bounded) instead of streaming
   int stdout_fd = 1;           // where streamed output goes
   int stderr_fd = 2;
@@ -39,7 +40,8 @@ struct LaunchRequest {
   MigrationWarmup* cgroup_warmup = nullptr;
 };
 
-enum class RunStatus { exited, signaled, timeout, oom, error };
+// blocked: the assessor refused the file and nothing was launched.
+enum class RunStatus { exited, signaled, timeout, oom, blocked, error };
 const char* to_string(RunStatus s);
 
 // Where the launcher's time went, for `--json` (timings_ms) and the benchmark. Zero when a
@@ -54,7 +56,7 @@ struct LaunchTimings {
 
 struct RunOutcome {
   RunStatus status = RunStatus::error;
-  int exit_code = exit_code_setup_failed;
+  int exit_code = exit_code::setup_failed;
   int signal = 0;                  // when signaled
   std::chrono::milliseconds duration{0};
   CgroupUsage usage;
@@ -64,7 +66,6 @@ struct RunOutcome {
   bool stdout_truncated = false, stderr_truncated = false;
   std::string error;               // set when status == error: what failed in setup
   LaunchTimings timings;
-  static constexpr int exit_code_setup_failed = 125;
 };
 
 // Runs the request to completion. Never throws for failures inside the sandbox (they are in the

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "sandboxrun/install_paths.hpp"
 #include "sandboxrun/assess.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
@@ -56,11 +57,10 @@ int assess_command(const std::vector<std::string>& args) {
   }
   if (!file) return usage_error("no file to assess");
 
-  const std::filesystem::path dir = config_dir ? *config_dir : default_config_dir();
   SecurityConfig config;
   try {
-    const std::filesystem::path root = std::filesystem::absolute(dir).lexically_normal().parent_path();
-    config = load_security_config(dir / "security.yaml", root);
+    const std::filesystem::path dir = config_dir ? *config_dir : default_config_dir();
+    config = load_security_config(dir / "security.yaml", install_paths().data_dir);
   } catch (const Error& e) {
     std::cerr << "sandboxrun assess: " << e.describe() << "\n";
     return exit_code::usage;

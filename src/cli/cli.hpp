@@ -11,7 +11,8 @@ namespace sandboxrun::cli {
 // sandbox's /proc/1/cmdline.
 int run_command(const std::vector<std::string>& args, char* wipe_begin, char* wipe_end);
 int doctor_command(const std::vector<std::string>& args);
-std::string new_run_id();
+// `sandboxrun image build-default [--rebuild]` (args exclude "image build-default").
+int image_build_default(const std::vector<std::string>& args);
 
 // Parses a subcommand's arguments (in order). Returns the exit status when the command must
 // stop here: 0 after --help, exit_code::usage (2) after a usage error, which CLI11 has printed.

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli.hpp"
+#include "image_resolve.hpp"
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
@@ -70,10 +71,13 @@ Check check_cgroups(const CgroupSettings& settings) {
 
 Check check_image(const SandboxConfig& cfg) {
   try {
-    validate_rootfs(cfg.image, "/usr/bin/python3");
-    return {"default image", true, true, cfg.image, ""};
+    SandboxSpec spec;
+    core::apply_image(spec, core::resolve_image(cfg.image));
+    validate_rootfs(spec.rootfs.string(), spec.python);
+    return {"default image", true, true, cfg.image + " (" + spec.rootfs.string() + ")", ""};
   } catch (const Error& e) {
-    return {"default image", false, true, e.what(), "run scripts/build-image.sh (as root)"};
+    return {"default image", false, true, e.what(),
+            e.hint().empty() ? "run `sandboxrun image build-default` (as root)" : e.hint()};
   }
 }
 
@@ -89,8 +93,8 @@ int doctor_command(const std::vector<std::string>& argv) {
   checks.push_back(check_seccomp());
   checks.push_back(check_landlock());
   SandboxConfig cfg;
-  std::filesystem::path file = find_config(config);
   try {
+    std::filesystem::path file = find_config(config);
     cfg = load_sandbox_config(file);
     checks.push_back({"config", true, true, file.string(), ""});
     checks.push_back(check_cgroups(cfg.cgroup));

@@ -22,7 +22,7 @@ void usage() {
       R"(usage: sandboxrun [run] [options] FILE.py [-- ARGS...]
        sandboxrun assess [--json] FILE.py
        sandboxrun audit verify|show|tail|repair [--log PATH]
-       sandboxrun image unpack|ls|rm ...
+       sandboxrun image unpack|ls|rm|build-default ...
        sandboxrun doctor
 
 Run `sandboxrun run --help` for the run options.
@@ -62,10 +62,17 @@ int main(int argc, char** argv) {
     std::vector<std::string> rest(args.begin() + 1, args.end());
     if (cmd == "doctor") return sandboxrun::cli::doctor_command(rest);
     if (cmd == "assess") return sandboxrun::assess_command(rest);
+    if (cmd == "image" && !rest.empty() && rest[0] == "build-default")
+      return sandboxrun::cli::image_build_default({rest.begin() + 1, rest.end()});
     if (cmd == "image") return sandboxrun::image::image_command(rest);
     if (cmd == "audit") {
-      // audit.yaml beside the sandbox.yaml that `run` would use.
-      return sandboxrun::audit_command(rest, sandboxrun::find_config(std::nullopt).parent_path() / "audit.yaml");
+      // audit.yaml beside the sandbox.yaml that `run` would use; none found: the defaults.
+      std::optional<std::filesystem::path> audit_yaml;
+      try {
+        audit_yaml = sandboxrun::find_config(std::nullopt).parent_path() / "audit.yaml";
+      } catch (const sandboxrun::Error&) {
+      }
+      return sandboxrun::audit_command(rest, audit_yaml);
     }
     auto [wb, we] = arg_env_span(argc, argv);
     if (cmd == "run") return sandboxrun::cli::run_command(rest, wb, we);

@@ -9,6 +9,7 @@
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
+#include "sandboxrun/install_paths.hpp"
 #include "sandboxrun/sha256.hpp"
 #include "sandboxrun/yaml_strict.hpp"
 
@@ -40,7 +41,11 @@ bool read_level_key(const StrictYaml& r, const std::string& key, const std::stri
         std::string p = opt.substr(8);
         if (p == "unconfined" || p.empty())
           r.fail(v, path, "seccomp=PATH to a Docker-format profile (seccomp=unconfined is refused)");
-        out.seccomp_profile = r.resolve(p);
+        try {
+          out.seccomp_profile = find_data_file(p, r.file().parent_path(), "seccomp profile");
+        } catch (const Error& e) {
+          r.fail(v, path, "seccomp=PATH to an existing profile", e.what());
+        }
         continue;
       }
       r.fail(v, path, "entries 'no-new-privileges' or 'seccomp=PATH' ('" + opt + "' is not supported)");
@@ -90,7 +95,7 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
   cfg.file = file;
   cfg.dir = file.parent_path();
   cfg.digest = sha256_hex(yaml_text);
-  cfg.image = (cfg.dir / "../rootfs/default").lexically_normal().string();
+  cfg.image = "default";
 
   for (const auto& kv : root) {
     std::string key = r.scalar(kv.first, "(top level)", "a key");
@@ -101,8 +106,10 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
       if (!t) r.fail(v, key, "untrusted, unknown or trusted");
       cfg.default_trust = *t;
     } else if (key == "image") {
-      std::string s = r.scalar(v, key, "a rootfs directory or an OCI layout path[:tag]");
-      cfg.image = s.empty() ? s : r.resolve(s).string();
+      std::string s = r.scalar(v, key, "an image name, a rootfs directory or an OCI layout path[:tag]");
+      if (s.empty()) r.fail(v, key, "an image name (default), a rootfs directory or an OCI layout path[:tag]");
+      // A bare name is looked up in the image store at run time; a path is relative to this file.
+      cfg.image = s.find('/') == std::string::npos ? s : r.resolve(s).string();
     } else if (key == "host_memory_share") {
       cfg.host_memory_share = r.number(v, key, 0.01, 1.0);
     } else if (key == "cgroup") {
@@ -158,9 +165,14 @@ std::filesystem::path find_config(const std::optional<std::string>& cli_path) {
   };
   if (cli_path) return pick(*cli_path);
   if (const char* env = std::getenv("SANDBOXRUN_CONFIG"); env && *env) return pick(env);
-  std::error_code ec;
-  if (std::filesystem::exists("/etc/sandboxrun/sandbox.yaml", ec)) return "/etc/sandboxrun/sandbox.yaml";
-  return std::filesystem::path(SANDBOXRUN_DEFAULT_CONFIG_DIR) / "sandbox.yaml";
+  std::string tried;
+  for (const auto& dir : install_paths().config_dirs) {
+    std::error_code ec;
+    if (std::filesystem::exists(dir / "sandbox.yaml", ec)) return dir / "sandbox.yaml";
+    tried += (tried.empty() ? "" : ", ") + (dir / "sandbox.yaml").string();
+  }
+  throw Error("no sandbox.yaml found (looked at " + tried + ")",
+              "pass --config PATH, set SANDBOXRUN_CONFIG, or install the configuration (cmake --install)");
 }
 
 }  // namespace sandboxrun

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sandboxrun/install_paths.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/size.hpp"
 
@@ -61,7 +62,7 @@ SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrid
   s.limits.tmp_bytes = pick(lv.tmp_size, b.tmp_size, defaults.tmp_bytes);
   s.limits.output_bytes = pick(lv.output_limit, b.output_limit, defaults.output_bytes);
   s.seccomp_profile = pick(lv.seccomp_profile, b.seccomp_profile,
-                           (cfg.dir / "../policies/default.json").lexically_normal());
+                           install_paths().data_dir / "policies/default.json");
   s.cap_drop = pick(lv.cap_drop, b.cap_drop, std::vector<std::string>{"ALL"});
   s.uid = pick(lv.uid, b.uid, 1000u);
   s.gid = pick(lv.gid, b.gid, 1000u);

@@ -26,6 +26,7 @@ const char* to_string(RunStatus s) {
     case RunStatus::signaled: return "signaled";
     case RunStatus::timeout: return "timeout";
     case RunStatus::oom: return "oom";
+    case RunStatus::blocked: return "blocked";
     case RunStatus::error: return "error";
   }
   return "error";
@@ -111,7 +112,7 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.user_namespace = user_namespace;
   p.proxy_socket = spec.network.mode == NetworkMode::allowlist;
   p.root_remount_flags = root_flags(p.rootfs);
-  p.seccomp = req.seccomp.fprog();
+  p.seccomp = req.seccomp->fprog();
 
   p.argv_storage = {spec.python, "-B", "/run/sandbox/" + name};
   for (const auto& a : req.args) p.argv_storage.push_back(a);
@@ -148,6 +149,7 @@ void validate_rootfs(const std::string& rootfs, const std::string& python) {
 RunOutcome run_sandbox(const LaunchRequest& req) {
   RunOutcome out;
   const auto& spec = req.spec;
+  if (!req.seccomp) throw Error("launch request without a seccomp program", "compile spec.seccomp_profile first");
   validate_rootfs(spec.rootfs.string(), spec.python);
   const bool user_namespace = ::geteuid() != 0;
 

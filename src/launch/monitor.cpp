@@ -228,7 +228,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
 
   if (!setup_error.empty() && !status_known) {
     out.status = RunStatus::error;
-    out.exit_code = killed_by_signal ? 128 + killed_by_signal : RunOutcome::exit_code_setup_failed;
+    out.exit_code = killed_by_signal ? 128 + killed_by_signal : exit_code::setup_failed;
     out.error = setup_error;
   } else if (timed_out) {
     out.status = RunStatus::timeout;
@@ -247,7 +247,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     out.signal = SIGKILL;
   } else {
     out.status = RunStatus::error;
-    out.exit_code = RunOutcome::exit_code_setup_failed;
+    out.exit_code = exit_code::setup_failed;
     out.error = "the sandbox ended without reporting the program's status";
   }
   return pid1_exited;

@@ -108,7 +108,10 @@ void child_main(const ChildPlan& plan) {
   pollfd alive{plan.sync_read, POLLIN, 0};
   if (::poll(&alive, 1, 0) != 0) ::_exit(125);
 
-  pid_t payload = ::fork();
+  // The raw syscall, not glibc's fork(): this process was cloned from a possibly multi-threaded
+  // launcher, and fork() runs atfork handlers that take glibc locks (malloc's among them) that
+  // another launcher thread may have held at the clone, which would deadlock here.
+  pid_t payload = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, 0));
   if (payload < 0) {
     report_error(plan, "fork payload", errno, "fork");
     ::_exit(125);

@@ -19,9 +19,14 @@ namespace sandboxrun::testing {
 std::string source_dir() { return SANDBOXRUN_SOURCE_DIR; }
 
 Exec run_binary(const std::vector<std::string>& args, const std::vector<std::string>& env, int as_uid) {
+  return run_program(SANDBOXRUN_BIN, args, env, as_uid);
+}
+
+Exec run_program(const std::string& program, const std::vector<std::string>& args, const std::vector<std::string>& env,
+                 int as_uid) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-  std::vector<std::string> argv_s{SANDBOXRUN_BIN};
+  std::vector<std::string> argv_s{program};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<std::string> env_s{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"};
   if (const char* ci = std::getenv("CI")) env_s.push_back(std::string("CI=") + ci);
@@ -124,7 +129,9 @@ std::string drop_top_level_keys(const std::string& yaml, const std::string& extr
 std::string write_config(const TempDir& dir, const std::string& sandbox_extra, const std::string& security_extra) {
   const std::string src = source_dir();
   std::string sandbox = read_text(src + "/config/sandbox.yaml");
-  replace_all(sandbox, "../", src + "/");
+  // Absolute data paths, so the copy works from anywhere and for a binary outside the tree.
+  replace_all(sandbox, "seccomp=policies/", "seccomp=" + src + "/policies/");
+  replace_all(sandbox, "\nimage: default ", "\nimage: " + src + "/rootfs/default ");
   std::string security = read_text(src + "/config/security.yaml");
   replace_all(security, "rules: policies/", "rules: " + src + "/policies/");
   std::string audit = read_text(src + "/config/audit.yaml");

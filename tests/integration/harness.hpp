@@ -15,6 +15,9 @@ struct Exec {
 // Runs sandboxrun with args; env entries "K=V" are added to a minimal environment. With
 // as_uid >= 0 the binary runs as that unprivileged user (uid and gid), with no groups.
 Exec run_binary(const std::vector<std::string>& args, const std::vector<std::string>& env = {}, int as_uid = -1);
+// The same for another program (an installed copy, a service).
+Exec run_program(const std::string& program, const std::vector<std::string>& args,
+                 const std::vector<std::string>& env = {}, int as_uid = -1);
 
 // A temp directory removed at scope exit.
 class TempDir {

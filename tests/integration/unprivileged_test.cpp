@@ -1,21 +1,66 @@
 // The launcher run by an ordinary user: a user namespace maps the sandbox user to the caller,
 // and untrusted code is refused when the host cannot enforce its limits (fail closed).
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
 
 #include <fstream>
 #include <sstream>
 
 #include "harness.hpp"
 
-using sandboxrun::testing::run_binary;
-using sandboxrun::testing::source_dir;
+using sandboxrun::testing::run_program;
 using sandboxrun::testing::TempDir;
 
 namespace {
 
 constexpr int kNobody = 65534;
+
+// Can every user reach `path` (search permission on each directory above it)?
+bool reachable_by_all(const std::filesystem::path& path) {
+  for (std::filesystem::path p = path; p != p.root_path(); p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
+  }
+  return true;
+}
+
+// The source tree as the unprivileged user can reach it. A checkout under a 0700 directory
+// (/root/src/sandboxrun) is not: the tree is then bind-mounted onto a world-reachable directory
+// in a mount namespace private to this test process, so nothing shows outside it.
+std::string reachable_source() {
+  static const std::string path = []() -> std::string {
+    const std::string src = sandboxrun::testing::source_dir();
+    if (reachable_by_all(src)) return src;
+    char tmpl[] = "/tmp/sandboxrun-test-src-XXXXXX";
+    if (!::mkdtemp(tmpl) || ::chmod(tmpl, 0755) != 0) return "";
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount(src.c_str(), tmpl, nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      ADD_FAILURE() << "cannot bind " << src << " onto " << tmpl << ": " << std::strerror(errno);
+      return "";
+    }
+    // Only this process sees the mount; the directory under it goes when the process exits.
+    static std::string to_remove = tmpl;
+    std::atexit([] {
+      ::umount2(to_remove.c_str(), MNT_DETACH);
+      ::rmdir(to_remove.c_str());
+    });
+    return tmpl;
+  }();
+  return path;
+}
+
+sandboxrun::testing::Exec run_binary(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                                     int as_uid) {
+  // The binary inside the reachable tree: its build directory's path relative to the source.
+  const std::string rel = std::filesystem::path(SANDBOXRUN_BIN).lexically_relative(sandboxrun::testing::source_dir());
+  return run_program(reachable_source() + "/" + rel, args, env, as_uid);
+}
 
 std::string userns_limit() {
   std::ifstream f("/proc/sys/user/max_user_namespaces");
@@ -28,6 +73,8 @@ struct UnprivilegedRun : ::testing::Test {
   void SetUp() override {
     if (getuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged user for the test";
     if (userns_limit() == "0") GTEST_SKIP() << "host lacks user namespaces (user.max_user_namespaces=0)";
+    src = reachable_source();
+    ASSERT_FALSE(src.empty());
     chmod(dir.path().c_str(), 0755);
     script = dir.write("probe.py", R"(
 import json, os
@@ -44,17 +91,16 @@ print(json.dumps({'uid': os.getuid(), 'caps': [st[k].strip() for k in ('CapInh',
     audit_dir = dir.path() + "/audit";
     mkdir(audit_dir.c_str(), 0700);
     chown(audit_dir.c_str(), kNobody, kNobody);
-    std::ifstream sec(source_dir() + "/config/security.yaml");
+    std::ifstream sec(src + "/config/security.yaml");
     std::stringstream text;
     text << sec.rdbuf();
     std::string security = text.str();
     auto at = security.find("rules: policies/");
     ASSERT_NE(at, std::string::npos);
-    security.replace(at, 7, "rules: " + source_dir() + "/");
+    security.replace(at, 7, "rules: " + src + "/");
     chmod(dir.write("security.yaml", security).c_str(), 0644);
   }
   std::string config(bool degraded) {
-    std::string src = source_dir();
     std::string path = dir.write(degraded ? "degraded.yaml" : "strict.yaml",
                                  "image: " + src + "/rootfs/default\n"
                                  "security_opt: [no-new-privileges, seccomp=" + src + "/policies/default.json]\n"
@@ -68,7 +114,7 @@ print(json.dumps({'uid': os.getuid(), 'caps': [st[k].strip() for k in ('CapInh',
     return {"--config", config(degraded), "--audit-log", audit_dir + "/audit.log"};
   }
   TempDir dir;
-  std::string script, audit_dir;
+  std::string src, script, audit_dir;
 };
 
 }  // namespace

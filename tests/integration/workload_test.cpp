@@ -108,7 +108,7 @@ TEST(Workload, TempfilesAndSharedMemory) {
 
 TEST(Workload, DockersDefaultSeccompProfileWorksUnchanged) {
   sandboxrun::testing::TempDir d;
-  std::string profile = SANDBOXRUN_PEER_DATA "/docker-seccomp-default.json";
+  std::string profile = SANDBOXRUN_DOCKER_PROFILE;
   auto config = sandboxrun::testing::write_config(
       d, "security_opt: [no-new-privileges, seccomp=" + profile + "]\ntrust_levels:\n  untrusted: {}\n");
   auto r = run_python("import threading, subprocess, ctypes, errno\n"

@@ -5,6 +5,7 @@
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/size.hpp"
+#include "test_util.hpp"
 
 using namespace sandboxrun;
 
@@ -57,10 +58,28 @@ TEST(Config, ShippedConfigParsesWithTheOriginalDefaults) {
   EXPECT_EQ(untrusted.network.mode, NetworkMode::none);
 }
 
-TEST(Config, RelativePathsResolveAgainstTheFile) {
-  auto cfg = parse("security_opt: [no-new-privileges, seccomp=../policies/x.json]\nimage: img\n");
-  EXPECT_EQ(cfg.image, "/etc/sr/img");
-  EXPECT_EQ(resolve_spec(cfg, Trust::trusted, {}, big_host()).seccomp_profile, "/etc/policies/x.json");
+TEST(Config, RelativePathsResolveBesideTheFileThenInTheDataDirectory) {
+  test_util::TempDir dir;
+  test_util::put(dir.path() / "mine.json", "{}");
+  auto parse_in = [&](const std::string& text) { return parse_sandbox_config(text, dir.path() / "sandbox.yaml"); };
+  // Beside the file first.
+  auto beside = parse_in("security_opt: [seccomp=mine.json]\nimage: ./img\n");
+  EXPECT_EQ(resolve_spec(beside, Trust::trusted, {}, big_host()).seccomp_profile, dir.path() / "mine.json");
+  EXPECT_EQ(beside.image, (dir.path() / "img").string());  // a path: relative to the file
+  // Then in the data directory (for a binary in the source tree: the tree itself).
+  auto shipped = parse_in("security_opt: [seccomp=policies/untrusted.json]\nimage: science\n");
+  EXPECT_EQ(resolve_spec(shipped, Trust::trusted, {}, big_host()).seccomp_profile,
+            std::filesystem::path(SANDBOXRUN_SOURCE_DIR) / "policies/untrusted.json");
+  EXPECT_EQ(shipped.image, "science");  // a bare name: looked up in the image store at run time
+  // Neither: the error names both places.
+  try {
+    parse_in("security_opt: [seccomp=policies/nope.json]\n");
+    FAIL() << "a missing profile was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find((dir.path() / "policies/nope.json").string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(SANDBOXRUN_SOURCE_DIR "/policies/nope.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sandbox.yaml:1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Config, BadInputNamesFileLineKeyAndExpectation) {

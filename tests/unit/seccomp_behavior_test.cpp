@@ -44,7 +44,7 @@ namespace sandboxrun {
 namespace {
 
 const std::string kPolicies = std::string(SANDBOXRUN_SOURCE_DIR) + "/policies";
-const std::string kDockerProfile = std::string(SANDBOXRUN_PEER_DATA) + "/docker-seccomp-default.json";
+const std::string kDockerProfile = SANDBOXRUN_DOCKER_PROFILE;
 
 // Profiles are compiled with this errno as their default, so a denial by the default action
 // can never be mistaken for the kernel's own answer (EPERM, EFAULT ...) to the probe.

@@ -12,7 +12,7 @@ namespace sandboxrun {
 namespace {
 
 const std::string kPolicies = std::string(SANDBOXRUN_SOURCE_DIR) + "/policies";
-const std::string kDockerProfile = std::string(SANDBOXRUN_PEER_DATA) + "/docker-seccomp-default.json";
+const std::string kDockerProfile = SANDBOXRUN_DOCKER_PROFILE;
 
 bool same_program(const SeccompProgram& a, const SeccompProgram& b) {
   return a.instructions.size() == b.instructions.size() &&

@@ -1,8 +1,12 @@
 #include "result_json.hpp"
 
-namespace sandboxrun::cli {
+#include "sandboxrun/executor.hpp"
+
+namespace sandboxrun {
 
 using nlohmann::json;
+
+namespace core {
 
 json limits_to_json(const SandboxSpec& spec) {
   const auto& l = spec.limits;
@@ -27,39 +31,42 @@ json resources_to_json(const CgroupUsage& u) {
           {"pids_limit_hits", u.pids_max_hits}};
 }
 
-json report_to_json(const RunReport& r) {
-  const RunOutcome& o = r.outcome;
-  json j = {{"run_id", r.run_id},
-            {"status", to_string(o.status)},
-            {"exit_code", o.exit_code},
+}  // namespace core
+
+json RunResult::to_json() const {
+  const RunOutcome& o = outcome;
+  json j = {{"run_id", run_id},
+            {"status", sandboxrun::to_string(status)},
+            {"exit_code", exit_code},
             {"stdout", o.stdout_data},
             {"stderr", o.stderr_data},
             {"stdout_truncated", o.stdout_truncated},
             {"stderr_truncated", o.stderr_truncated},
             {"duration_ms", o.duration.count()},
-            {"resources", resources_to_json(o.usage)},
-            {"trust_requested", to_string(r.trust_requested)},
-            {"assessment", r.assessment},
-            {"audit_seq", r.audit_seq ? json(*r.audit_seq) : json(nullptr)}};
-  if (o.signal) j["signal"] = o.signal;
-  if (!o.error.empty()) j["error"] = o.error;
-  if (r.spec) {
-    j["trust"] = to_string(r.spec->trust);
-    j["limits"] = limits_to_json(*r.spec);
+            {"resources", core::resources_to_json(o.usage)},
+            {"trust_requested", sandboxrun::to_string(decision.requested)},
+            {"overridden", decision.overridden},
+            {"assessment", assessment.to_json()},
+            {"warnings", warnings},
+            {"audit_seq", audit_seq ? json(*audit_seq) : json(nullptr)}};
+  if (signal) j["signal"] = signal;
+  if (!error.empty()) j["error"] = error;
+  if (spec) {
+    j["trust"] = sandboxrun::to_string(spec->trust);
+    j["limits"] = core::limits_to_json(*spec);
     j["cgroup"] = o.cgroup_backend;
     j["degradations"] = o.degradations;
+    j["image_digest"] = image_digest;
   } else {
     j["trust"] = nullptr;
     j["limits"] = nullptr;
   }
-  if (!r.network.empty()) j["network"] = r.network;
+  if (!network.empty()) j["network"] = network;
   auto ms = [](std::chrono::microseconds us) { return static_cast<double>(us.count()) / 1000.0; };
-  j["timings_ms"] = {{"prepare", ms(r.prepare)},          {"cgroup", ms(o.timings.cgroup)},
-                     {"spawn", ms(o.timings.spawn)},       {"run", ms(o.timings.run)},
+  j["timings_ms"] = {{"prepare", ms(prepare)},          {"cgroup", ms(o.timings.cgroup)},
+                     {"spawn", ms(o.timings.spawn)},    {"run", ms(o.timings.run)},
                      {"teardown", ms(o.timings.teardown)}};
   return j;
 }
 
-std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-}  // namespace sandboxrun::cli
+}  // namespace sandboxrun

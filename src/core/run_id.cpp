@@ -2,10 +2,10 @@
 
 #include <cstdio>
 
-#include "cli.hpp"
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/executor.hpp"
 
-namespace sandboxrun::cli {
+namespace sandboxrun {
 
 std::string new_run_id() {
   unsigned char b[16];
@@ -15,4 +15,4 @@ std::string new_run_id() {
   return out;
 }
 
-}  // namespace sandboxrun::cli
+}  // namespace sandboxrun

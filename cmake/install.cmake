@@ -1,0 +1,91 @@
+# `cmake --install build [--prefix P]` and `cpack -G DEB` (run in the build directory).
+#
+#   P/bin/sandboxrun                      the command
+#   P/lib/libsandboxrun.a                 the library (every module), for C++ services
+#   P/include/sandboxrun/                 its public headers
+#   P/lib/pkgconfig/sandboxrun.pc, P/lib/cmake/sandboxrun/   how a service finds it
+#   P/share/sandboxrun/                   policies, assessor rules, build-image.sh (the data dir)
+#   P/etc/sandboxrun/ (/etc/sandboxrun for prefix /usr)      sandbox.yaml, security.yaml, audit.yaml
+#   P/share/man/man1/sandboxrun.1, P/share/doc/sandboxrun/examples/ (systemd units, a service)
+#
+# The binary finds its data from its own location (install_paths.cpp), so any prefix works and
+# the source tree is never needed at run time.
+include(GNUInstallDirs)
+
+install(TARGETS sandboxrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+# One static archive of every module: a service links one library (plus the system libraries
+# pkg-config / the CMake package name) instead of ten.
+set(_sr_modules core cli common config seccomp cgroup audit assess image net launch)
+set(_sr_mri "create libsandboxrun.a\n")
+foreach(m IN LISTS _sr_modules)
+  if(NOT m STREQUAL "cli")
+    string(APPEND _sr_mri "addlib $<TARGET_FILE:sandboxrun_${m}>\n")
+  endif()
+endforeach()
+string(APPEND _sr_mri "save\nend\n")
+file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/libsandboxrun.mri CONTENT "${_sr_mri}")
+add_custom_command(
+  OUTPUT ${CMAKE_BINARY_DIR}/libsandboxrun.a
+  COMMAND ${CMAKE_COMMAND} -E rm -f libsandboxrun.a
+  COMMAND sh -c "${CMAKE_AR} -M < libsandboxrun.mri"
+  DEPENDS sandboxrun_core sandboxrun_common sandboxrun_config sandboxrun_seccomp sandboxrun_cgroup
+          sandboxrun_audit sandboxrun_assess sandboxrun_image sandboxrun_net sandboxrun_launch
+          ${CMAKE_BINARY_DIR}/libsandboxrun.mri
+  WORKING_DIRECTORY ${CMAKE_BINARY_DIR}
+  COMMENT "Combining the modules into libsandboxrun.a"
+  VERBATIM)
+add_custom_target(sandboxrun_archive ALL DEPENDS ${CMAKE_BINARY_DIR}/libsandboxrun.a)
+install(FILES ${CMAKE_BINARY_DIR}/libsandboxrun.a DESTINATION ${CMAKE_INSTALL_LIBDIR})
+
+# The public API: executor.hpp and what its types are made of.
+install(FILES
+  include/sandboxrun/executor.hpp include/sandboxrun/assess.hpp include/sandboxrun/assess_analyzer.hpp
+  include/sandboxrun/audit.hpp include/sandboxrun/cgroup.hpp include/sandboxrun/config.hpp
+  include/sandboxrun/error.hpp include/sandboxrun/fd.hpp include/sandboxrun/launch.hpp
+  include/sandboxrun/seccomp.hpp include/sandboxrun/spec.hpp
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sandboxrun)
+
+# What a static link of the library needs from the system (the shared forms of the libraries).
+set(SANDBOXRUN_PC_LIBS "-lseccomp -lcap -larchive -lyaml-cpp -lspdlog -lfmt -lssl -lcrypto -lpthread")
+configure_file(cmake/sandboxrun.pc.in ${CMAKE_BINARY_DIR}/sandboxrun.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/sandboxrun.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(cmake/sandboxrunConfig.cmake.in ${CMAKE_BINARY_DIR}/sandboxrunConfig.cmake @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/sandboxrunConfig.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/sandboxrun)
+
+install(FILES policies/default.json policies/untrusted.json policies/assess-rules.yaml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/sandboxrun/policies)
+install(PROGRAMS scripts/build-image.sh DESTINATION ${CMAKE_INSTALL_DATADIR}/sandboxrun)
+install(FILES docs/sandboxrun.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES examples/systemd/sandboxrun-jobs.slice examples/systemd/example-runner.service
+              examples/service/CMakeLists.txt examples/service/service.cpp examples/hello.py
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+
+# Configuration: in /etc for prefix /usr (the .deb), else below the prefix. Decided when the
+# install runs, since `cmake --install --prefix` and cpack choose the prefix then.
+set(SANDBOXRUN_SOURCE_DIR ${PROJECT_SOURCE_DIR})
+string(CONFIGURE [[
+  if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+    set(_sr_etc "/etc/sandboxrun")
+  else()
+    set(_sr_etc "${CMAKE_INSTALL_PREFIX}/etc/sandboxrun")
+  endif()
+  file(INSTALL DESTINATION "${_sr_etc}" TYPE FILE PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ
+       FILES "@SANDBOXRUN_SOURCE_DIR@/config/sandbox.yaml" "@SANDBOXRUN_SOURCE_DIR@/config/security.yaml"
+             "@SANDBOXRUN_SOURCE_DIR@/config/audit.yaml")
+]] _sr_install_config @ONLY)
+install(CODE "${_sr_install_config}")
+
+set(CPACK_PACKAGE_NAME sandboxrun)
+set(CPACK_PACKAGE_VENDOR "sandboxrun")
+set(CPACK_PACKAGE_CONTACT "sandboxrun maintainers <root@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "run untrusted Python with Docker-grade isolation, without a daemon")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_SET_DESTDIR ON)  # absolute /etc/sandboxrun lands in the package, not under /usr
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# Building the default image needs mmdebstrap; python3 is inside the image, not on the host.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "mmdebstrap")
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${CMAKE_SOURCE_DIR}/cmake/debian/conffiles")
+include(CPack)

@@ -1,0 +1,122 @@
+// sandboxrun's library core. A service opens one Executor (configuration, assessor rules, host
+// probe, every trust level's compiled seccomp program), then calls assess() and run() as often
+// as it likes, from as many threads as it likes. The `sandboxrun` command is a thin caller.
+//
+//   auto ex = sandboxrun::Executor::open({.config = "/etc/sandboxrun"});
+//   sandboxrun::RunRequest req;
+//   req.code = "print(6 * 7)\n";
+//   sandboxrun::RunResult r = ex.run(req);   // r.status, r.exit_code, r.stdout_data ...
+//
+// Data flows one way: config -> assessment -> Decision -> SandboxSpec -> launch -> RunResult,
+// with each step's audit record appended as it happens (a run never starts unaudited).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sandboxrun/assess.hpp"
+#include "sandboxrun/cgroup.hpp"
+#include "sandboxrun/config.hpp"
+#include "sandboxrun/error.hpp"
+#include "sandboxrun/launch.hpp"
+#include "sandboxrun/spec.hpp"
+
+namespace sandboxrun {
+
+struct ExecutorOptions {
+  // sandbox.yaml, or the directory holding it (security.yaml and audit.yaml live beside it).
+  // Unset: $SANDBOXRUN_CONFIG, /etc/sandboxrun, then the installation's own config directory.
+  std::optional<std::filesystem::path> config;
+  // The audit log file; unset: the one audit.yaml names.
+  std::optional<std::filesystem::path> audit_log;
+};
+
+struct RunRequest {
+  std::string code;                 // the exact bytes to assess and run
+  std::string name = "main.py";     // its file name inside the sandbox and in the audit log
+  std::vector<std::string> args;    // sys.argv[1:]
+  std::optional<Trust> trust;       // unset: default_trust of sandbox.yaml
+  RunOverrides limits;              // may only tighten the trust level's limits
+  std::optional<std::string> override_reason;  // run a BLOCKED file anyway (audited)
+  std::optional<std::string> image; // name | rootfs directory | OCI layout[:tag]; unset: sandbox.yaml's
+  // true: stdout/stderr are captured (bounded by output_limit) into the result; false: streamed
+  // to stdout_fd / stderr_fd as they come.
+  bool capture = true;
+  int stdout_fd = 1;
+  int stderr_fd = 2;
+  // Called from the run's monitor loop at each resource sample; may be empty.
+  std::function<void(const CgroupUsage&, std::chrono::milliseconds elapsed)> on_sample;
+  // For a command-line front end only: its argv/environ strings, wiped inside the sandbox's
+  // pid 1 so that /proc/1/cmdline shows nothing of the caller.
+  char* wipe_begin = nullptr;
+  char* wipe_end = nullptr;
+};
+
+// What the assessment did to the requested trust level, decided once per run.
+struct Decision {
+  Trust requested = Trust::untrusted;
+  std::optional<Trust> used;        // unset: the run was refused (BLOCKED without an override)
+  bool overridden = false;          // a refused verdict ran because of override_reason
+  bool refused() const noexcept { return !used.has_value(); }
+};
+
+struct RunResult {
+  std::string run_id;
+  RunStatus status = RunStatus::error;
+  int exit_code = exit_code::setup_failed;  // what `sandboxrun run` exits with (see exit_code)
+  int signal = 0;                           // when status == signaled (or oom: SIGKILL)
+  std::string error;                        // when status == error: what failed and the fix
+  Assessment assessment;
+  Decision decision;
+  std::optional<SandboxSpec> spec;          // the resolved spec, once there was one
+  std::string image_digest;
+  RunOutcome outcome;                       // output, usage, timings, degradations
+  nlohmann::json network;                   // allowlist mode: the proxy's counters and records
+  std::optional<uint64_t> audit_seq;        // seq of the run's last audit record
+  std::chrono::microseconds prepare{0};     // request -> launch: assessment, audit, spec
+  // Things the caller should know that did not stop the run (the trust level was lowered,
+  // a limit was clamped or not enforced), one sentence each.
+  std::vector<std::string> warnings;
+
+  // The `--json` result object (the contract in README.md).
+  nlohmann::json to_json() const;
+};
+
+class Executor {
+ public:
+  // Loads everything a run needs; throws Error (file, key, what was expected) when it cannot.
+  static Executor open(const ExecutorOptions& options = {});
+  Executor(Executor&&) noexcept;
+  Executor& operator=(Executor&&) noexcept;
+  ~Executor();
+
+  // The built-in assessment of `source` (plus Bandit when security.yaml enables it).
+  Assessment assess(std::string_view source) const;
+
+  // Assesses, decides, launches, monitors and audits one run. Thread-safe. Failures of the run
+  // are in the result (status error, blocked ...); throws Error only when the audit log cannot
+  // record the run, since no run may go unaudited.
+  RunResult run(const RunRequest& request) const;
+
+  const SandboxConfig& config() const;
+  const std::filesystem::path& audit_log_path() const;
+
+ private:
+  struct Impl;
+  explicit Executor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A fresh random run id (32 hex digits).
+std::string new_run_id();
+
+}  // namespace sandboxrun

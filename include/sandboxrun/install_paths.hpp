@@ -1,0 +1,33 @@
+// Where this installation keeps its files, found from the running binary's location so that any
+// prefix works (`cmake --install build --prefix P`, the .deb's /usr), with the source tree as the
+// last resort for binaries run from a build directory inside it.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sandboxrun {
+
+struct InstallPaths {
+  std::filesystem::path prefix;      // empty when running from the source tree
+  std::filesystem::path data_dir;    // policies/, assess rules: P/share/sandboxrun or the source tree
+  std::filesystem::path state_dir;   // image store: /var/lib/sandboxrun (prefix /usr), P/var/lib/sandboxrun,
+                                     // or the source tree (images/, rootfs/)
+  std::vector<std::filesystem::path> config_dirs;  // where sandbox.yaml is looked for, in order
+};
+
+// Computes the paths for a binary at `exe` (tests pass their own; `source_dir` is the source
+// tree compiled in, `install_prefix` the configured CMAKE_INSTALL_PREFIX).
+InstallPaths compute_install_paths(const std::filesystem::path& exe, const std::filesystem::path& source_dir,
+                                   const std::filesystem::path& install_prefix);
+
+// The paths of this process (from /proc/self/exe), computed once.
+const InstallPaths& install_paths();
+
+// `rel` made absolute: beside `beside_dir` first, then in the data directory. Absolute paths are
+// returned as they are. Throws Error naming `what` and every place tried when none exists.
+std::filesystem::path find_data_file(const std::filesystem::path& rel, const std::filesystem::path& beside_dir,
+                                     const std::string& what);
+
+}  // namespace sandboxrun

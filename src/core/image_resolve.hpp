@@ -1,0 +1,28 @@
+// Which rootfs a run uses: a named image from the image store, a rootfs directory, or an OCI
+// layout through the verified, cached unpack.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sandboxrun/spec.hpp"
+
+namespace sandboxrun::core {
+
+struct ResolvedImage {
+  std::filesystem::path rootfs;
+  std::string digest;              // manifest digest, or "dir:PATH" for a plain directory
+  std::vector<std::string> env;    // the image's Env (OCI config)
+};
+
+// `where`: NAME[:TAG] (no slash) is looked up in $SANDBOXRUN_IMAGE_STORE and the installation's
+// image store (<store>/rootfs/NAME unpacked, else <store>/images/NAME an OCI layout); anything
+// else is a rootfs directory or an OCI layout path[:TAG]. Throws Error listing what was tried.
+ResolvedImage resolve_image(const std::string& where);
+
+// The image's environment under the spec's (PATH, LANG and PYTHON* come from the image, since
+// it knows where its python lives), and its interpreter.
+void apply_image(SandboxSpec& spec, const ResolvedImage& img);
+
+}  // namespace sandboxrun::core

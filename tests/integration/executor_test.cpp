@@ -1,0 +1,150 @@
+// The library API as a service uses it: one Executor, many runs, from many threads at once.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "harness.hpp"
+#include "sandboxrun/executor.hpp"
+
+using sandboxrun::testing::TempDir;
+using sandboxrun::testing::write_config;
+
+namespace sandboxrun {
+namespace {
+
+// Cgroups whose name carries a run id, in any hierarchy the launcher uses.
+size_t cgroups_named(const std::string& run_id) {
+  size_t n = 0;
+  for (const char* root : {"/sys/fs/cgroup/memory/sandboxrun", "/sys/fs/cgroup/pids/sandboxrun",
+                           "/sys/fs/cgroup/cpu,cpuacct/sandboxrun", "/sys/fs/cgroup/unified/sandboxrun",
+                           "/sys/fs/cgroup/sandboxrun"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(root, ec))
+      if (e.path().filename().string().find(run_id) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+// Processes whose parent is this one (any of its threads): a run's processes must all be gone.
+size_t children_of_this_process() {
+  size_t n = 0;
+  const std::string me = "PPid:\t" + std::to_string(::getpid()) + "\n";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string status = sandboxrun::testing::read_text(e.path().string() + "/status");
+    if (status.find(me) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+TEST(Executor, RunsAndReportsTypedResults) {
+  TempDir d;
+  Executor ex = Executor::open({.config = write_config(d), .audit_log = d.path() + "/audit.log"});
+  RunRequest req;
+  req.code = "import sys\nprint(sys.argv[1:]); sys.exit(4)\n";
+  req.args = {"a", "b"};
+  req.trust = Trust::trusted;
+  RunResult r = ex.run(req);
+  EXPECT_EQ(r.status, RunStatus::exited) << r.error;
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.outcome.stdout_data, "['a', 'b']\n");
+  EXPECT_EQ(r.decision.requested, Trust::trusted);
+  ASSERT_TRUE(r.decision.used);
+  EXPECT_EQ(*r.decision.used, Trust::trusted);
+  ASSERT_TRUE(r.spec);
+  EXPECT_EQ(r.spec->trust, Trust::trusted);
+  ASSERT_TRUE(r.audit_seq);
+
+  // A blocked file is a status, with nothing launched and the block audited.
+  RunRequest bad;
+  bad.code = "import os\nos.system('rm -rf --no-preserve-root /')\n";
+  RunResult b = ex.run(bad);
+  EXPECT_EQ(b.status, RunStatus::blocked);
+  EXPECT_EQ(b.exit_code, exit_code::blocked);
+  EXPECT_TRUE(b.decision.refused());
+  EXPECT_FALSE(b.spec);
+  EXPECT_EQ(b.to_json()["status"], "blocked");
+  // With a reason it runs, as untrusted, and the override is recorded.
+  bad.code = "import os\nif False: os.system('rm -rf --no-preserve-root /')\nprint('ran')\n";
+  bad.override_reason = "reviewed by the on-call engineer";
+  RunResult o = ex.run(bad);
+  EXPECT_EQ(o.status, RunStatus::exited) << o.error;
+  EXPECT_TRUE(o.decision.overridden);
+  EXPECT_EQ(o.outcome.stdout_data, "ran\n");
+  std::string log = sandboxrun::testing::read_text(d.path() + "/audit.log");
+  EXPECT_NE(log.find("\"event\":\"blocked\""), std::string::npos);
+  EXPECT_NE(log.find("reviewed by the on-call engineer"), std::string::npos);
+
+  // A setup failure is a result too, audited, and the executor stays usable.
+  RunRequest noimg;
+  noimg.code = "print(1)\n";
+  noimg.image = "no-such-image-here";
+  RunResult e = ex.run(noimg);
+  EXPECT_EQ(e.status, RunStatus::error);
+  EXPECT_EQ(e.exit_code, exit_code::setup_failed);
+  EXPECT_NE(e.error.find("no-such-image-here"), std::string::npos) << e.error;
+  EXPECT_EQ(ex.run(req).exit_code, 4);
+}
+
+// A service calls run() from many threads at once; every result must be its own, and nothing
+// may be left behind. Each pid 1 is cloned from a process whose other threads hold glibc locks
+// at random moments, so anything between clone() and execve() that takes one would hang here.
+TEST(Executor, EightThreadsTimesTwentyFiveRuns) {
+  TempDir d;
+  Executor ex = Executor::open({.config = write_config(d), .audit_log = d.path() + "/audit.log"});
+  const std::string mounts_before = sandboxrun::testing::read_text("/proc/self/mountinfo");
+  constexpr int kThreads = 8, kRuns = 25;
+  std::atomic<int> ok{0};
+  std::vector<std::vector<std::string>> ids(kThreads);
+  std::vector<std::string> failures(kThreads);
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRuns; ++i) {
+        RunRequest req;
+        const int n = t * 1000 + i;
+        req.code = "import sys, threading\nn = int(sys.argv[1])\nth = threading.Thread(target=print, args=(n * n,))\n"
+                   "th.start(); th.join()\n";
+        req.args = {std::to_string(n)};
+        req.trust = Trust::trusted;
+        RunResult r = ex.run(req);
+        ids[t].push_back(r.run_id);
+        if (r.status == RunStatus::exited && r.exit_code == 0 && r.outcome.stdout_data == std::to_string(n * n) + "\n")
+          ++ok;
+        else if (failures[t].empty())
+          failures[t] = "run " + std::to_string(n) + ": " + r.to_json().dump();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  std::cout << "[ figures  ] " << kThreads << " threads x " << kRuns << " runs: " << ok.load() << " correct in "
+            << ms.count() << " ms (" << ms.count() / (kThreads * kRuns) << " ms per run)\n";
+  for (const auto& f : failures) EXPECT_TRUE(f.empty()) << f;
+  EXPECT_EQ(ok.load(), kThreads * kRuns);
+  std::set<std::string> unique;
+  for (const auto& v : ids)
+    for (const auto& id : v) {
+      unique.insert(id);
+      EXPECT_EQ(cgroups_named(id), 0u) << "cgroup of run " << id << " survived";
+    }
+  EXPECT_EQ(unique.size(), static_cast<size_t>(kThreads * kRuns));
+  EXPECT_EQ(sandboxrun::testing::read_text("/proc/self/mountinfo"), mounts_before);
+  EXPECT_EQ(children_of_this_process(), 0u);
+  // Every run is in the chain once, and the chain verifies.
+  std::string log = sandboxrun::testing::read_text(d.path() + "/audit.log");
+  size_t run_ends = 0;
+  for (size_t p = 0; (p = log.find("\"event\":\"run_end\"", p)) != std::string::npos; ++p) ++run_ends;
+  EXPECT_EQ(run_ends, static_cast<size_t>(kThreads * kRuns));
+  auto v = sandboxrun::testing::run_binary({"audit", "verify", "--log", d.path() + "/audit.log"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
+}  // namespace
+}  // namespace sandboxrun

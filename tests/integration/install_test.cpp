@@ -1,0 +1,103 @@
+// The installed product: `cmake --install` into a temporary prefix, the source tree's config and
+// policies hidden, and everything run from the installed copy with its config copied elsewhere.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "harness.hpp"
+
+using sandboxrun::testing::read_text;
+using sandboxrun::testing::run_program;
+using sandboxrun::testing::source_dir;
+using sandboxrun::testing::TempDir;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kBuildDir = fs::path(SANDBOXRUN_BIN).parent_path().string();
+
+// Installs once per process into a prefix under `dir`.
+std::string install_into(const TempDir& dir) {
+  const std::string prefix = dir.path() + "/prefix";
+  auto r = run_program("/usr/bin/cmake", {"--install", kBuildDir, "--prefix", prefix});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  return prefix;
+}
+
+// Hides the source tree's config/ and policies/ behind empty tmpfs mounts in a mount namespace
+// private to this test process: whatever the installed copy needs must come from the prefix.
+void hide_source_data() {
+  ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0) << std::strerror(errno);
+  for (const char* sub : {"/config", "/policies", "/scripts"})
+    ASSERT_EQ(::mount("tmpfs", (source_dir() + sub).c_str(), "tmpfs", MS_RDONLY, "size=4k"), 0) << sub;
+}
+
+TEST(Install, TheInstalledCopyWorksFromAnotherPrefixWithTheCheckoutOutOfReach) {
+  TempDir d;
+  const std::string prefix = install_into(d);
+  for (const char* f : {"bin/sandboxrun", "lib/libsandboxrun.a", "include/sandboxrun/executor.hpp",
+                        "lib/pkgconfig/sandboxrun.pc", "lib/cmake/sandboxrun/sandboxrunConfig.cmake",
+                        "share/sandboxrun/policies/untrusted.json", "share/sandboxrun/policies/assess-rules.yaml",
+                        "share/sandboxrun/build-image.sh", "share/man/man1/sandboxrun.1",
+                        "etc/sandboxrun/sandbox.yaml", "etc/sandboxrun/security.yaml", "etc/sandboxrun/audit.yaml",
+                        "share/doc/sandboxrun/examples/example-runner.service"})
+    EXPECT_TRUE(fs::exists(prefix + "/" + f)) << "not installed: " << f;
+  // A copy of the installed configuration in a directory of its own: its relative paths
+  // (policies/...) resolve in the installed data directory.
+  const std::string conf = d.path() + "/elsewhere";
+  fs::create_directory(conf);
+  for (const char* f : {"sandbox.yaml", "security.yaml", "audit.yaml"})
+    fs::copy_file(prefix + "/etc/sandboxrun/" + f, conf + "/" + f);
+  const std::string hello = d.write("hello.py", read_text(source_dir() + "/examples/hello.py"));
+  const std::string bin = prefix + "/bin/sandboxrun";
+  hide_source_data();
+  // Images: the checkout's store, named explicitly (the installed store is empty).
+  const std::vector<std::string> env{"SANDBOXRUN_IMAGE_STORE=" + source_dir()};
+  const std::string log = d.path() + "/audit.log";
+
+  auto run = run_program(bin, {"--config", conf, "--audit-log", log, "--trust", "untrusted", hello}, env);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("sandbox"), std::string::npos) << run.out;
+  auto doctor = run_program(bin, {"doctor", "--config", conf}, env);
+  EXPECT_NE(doctor.out.find(conf + "/sandbox.yaml"), std::string::npos) << doctor.out << doctor.err;
+  EXPECT_EQ(doctor.out.find("no rules file"), std::string::npos) << doctor.out;
+  auto assess = run_program(bin, {"assess", "--json", "--config-dir", conf, hello}, env);
+  EXPECT_EQ(assess.exit_code, 0) << assess.out << assess.err;
+  EXPECT_NE(assess.out.find("\"level\""), std::string::npos) << assess.out;
+  auto verify = run_program(bin, {"audit", "verify", "--log", log}, env);
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  // With no --config at all, the installed prefix's own etc/sandboxrun is used.
+  auto own = run_program(bin, {"--audit-log", log, hello}, env);
+  EXPECT_EQ(own.exit_code, 0) << own.out << own.err;
+  // A missing image says where it looked and how to build one.
+  auto noimg = run_program(bin, {"--config", conf, "--audit-log", log, hello}, {"SANDBOXRUN_IMAGE_STORE=" + d.path()});
+  EXPECT_EQ(noimg.exit_code, 125);
+  EXPECT_NE(noimg.err.find("image build-default"), std::string::npos) << noimg.err;
+}
+
+// A C++ service built against the installed library (find_package) runs three jobs.
+TEST(Install, AServiceBuiltAgainstTheInstalledLibraryRunsJobs) {
+  TempDir d;
+  const std::string prefix = install_into(d);
+  const std::string examples = prefix + "/share/doc/sandboxrun/examples";
+  const std::string build = d.path() + "/service-build";
+  auto configure = run_program("/usr/bin/cmake", {"-S", examples, "-B", build, "-DCMAKE_PREFIX_PATH=" + prefix,
+                                                  "-DCMAKE_BUILD_TYPE=Release"});
+  ASSERT_EQ(configure.exit_code, 0) << configure.out << configure.err;
+  auto compile = run_program("/usr/bin/cmake", {"--build", build});
+  ASSERT_EQ(compile.exit_code, 0) << compile.out << compile.err;
+  const std::string conf = sandboxrun::testing::write_config(d);
+  auto r = run_program(build + "/example-service", {fs::path(conf).parent_path().string(), d.path() + "/audit.log"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("exited, exit 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("blocked, exit 126"), std::string::npos) << r.out;
+}
+
+}  // namespace
