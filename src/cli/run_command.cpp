@@ -183,6 +183,8 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       for (const auto& a : r.spec->adjustments) spdlog::info("{}: {} -> {} ({})", a.limit, a.from, a.to, a.reason);
     for (const auto& w : r.warnings) spdlog::warn("{}", w);
     if (opt.json) {
+      // A setup failure is said on stderr too: the JSON may go to a program, the message to a person.
+      if (r.status == RunStatus::error) spdlog::error("{}", r.error);
       std::string text = r.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       write_all(1, text.data(), text.size());
     } else {

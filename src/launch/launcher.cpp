@@ -132,7 +132,7 @@ void validate_rootfs(const std::string& rootfs, const std::string& python) {
   if (rootfs.empty() || ::stat(rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw Error("image rootfs " + (rootfs.empty() ? std::string("(none configured)") : rootfs) +
                     " is not a directory",
-                "build the default image with scripts/build-image.sh, or set `image:` in sandbox.yaml", errno);
+                "build the default image with `sandboxrun image build-default`, or set `image:` in sandbox.yaml", errno);
   // Mount points must be real directories: a symlink here would redirect our mounts.
   for (const char* dir : {"proc", "dev", "tmp", "run"}) {
     std::string p = rootfs + "/" + dir;
