@@ -177,7 +177,13 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
           {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
           {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
           {"overridden", r.decision.overridden}},
-         /*durable=*/true);
+         /*durable=*/false);
+  // The record must be on disk before any untrusted code runs, but the sync (an fdatasync, ~5 ms)
+  // need not delay the sandbox's setup: the launcher holds the payload back until it is done.
+  launch.before_exec = [this] {
+    std::lock_guard lock(audit_mu);
+    audit->sync();
+  };
   r.prepare = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered);
   try {
     r.outcome = run_sandbox(launch);

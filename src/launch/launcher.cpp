@@ -167,7 +167,11 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   if (!caps.caps) throw_errno("cap_init");
   plan.empty_caps = caps.caps;
 
-  Pipe sync = make_pipe();
+  // The release channel is a socket, not a pipe: if pid 1 dies before it reads a release, the
+  // launcher's send fails with EPIPE instead of raising SIGPIPE in the caller (a service).
+  int sync_pair[2] = {-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync_pair) != 0) throw_errno("socketpair for the release channel");
+  Pipe sync{UniqueFd(sync_pair[0]), UniqueFd(sync_pair[1])};
   Pipe error = make_pipe();
   Pipe status = make_pipe();
   Pipe out_pipe = make_pipe();
@@ -206,9 +210,15 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   if (user_namespace) launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
   if (cgroup && !child.clone_into_cgroup) cgroup->add_process(child.pid);
   if (req.cgroup_warmup) req.cgroup_warmup->stop();
-  char go = 'G';
-  // The write end stays open while we live: pid 1 checks it to know the launcher is alive.
-  if (!write_all(sync.write.get(), &go, 1)) throw_errno("release the sandbox");
+  // Two releases: 'G' lets pid 1 set itself up, 'E' lets it start the payload. Between them the
+  // caller's before_exec runs, overlapping the sandbox's setup. The write end stays open while we
+  // live: pid 1 reads EOF if the launcher dies before either.
+  // A failed send means pid 1 is already gone: the monitor reports why (its error pipe).
+  const char go = 'G', exec = 'E';
+  if (::send(sync.write.get(), &go, 1, MSG_NOSIGNAL) == 1) {
+    if (req.before_exec) req.before_exec();
+    ::send(sync.write.get(), &exec, 1, MSG_NOSIGNAL);
+  }
 
   launch::MonitorFds fds;
   fds.pidfd = std::move(child.pidfd);
