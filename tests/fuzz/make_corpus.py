@@ -4,6 +4,7 @@ that let libFuzzer start past checksums and framing (a tar header's checksum, a 
 hash-chained audit line) instead of at one random byte. The files are committed; rerun this
 after changing a format, then commit what changed:  python3 tests/fuzz/make_corpus.py
 """
+import gzip
 import hashlib
 import io
 import json
@@ -45,6 +46,9 @@ def layers():
     put("image_layer", "gnu.tar", tar_layer(tarfile.GNU_FORMAT, long_names=True))
     put("image_layer", "pax.tar", tar_layer(tarfile.PAX_FORMAT, long_names=True))
     put("image_layer", "ustar.tar", tar_layer(tarfile.USTAR_FORMAT))
+    # Two gzip members, as some tools write them: one stream.
+    pax = tar_layer(tarfile.PAX_FORMAT)
+    put("image_layer", "pax.tar.gz", gzip.compress(pax[:1024], mtime=0) + gzip.compress(pax[1024:], mtime=0))
 
 
 def seccomp():
