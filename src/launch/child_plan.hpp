@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "etc_files.hpp"
+
 namespace sandboxrun::launch {
 
 // Sent by the child over the error pipe when a setup step fails.
@@ -28,6 +30,7 @@ struct ChildPlan {
   std::string dev_pts, dev_shm;
   std::string dev_tmpfs_opts, tmp_opts, shm_opts, run_opts;
   const std::string* script = nullptr;       // bytes to copy into script_path
+  EtcPlan etc;                               // /etc/hosts, /etc/hostname, /etc/resolv.conf
 
   // Paths after pivot_root.
   std::vector<std::string> proc_readonly;    // /proc/sys, /proc/sysrq-trigger, ...

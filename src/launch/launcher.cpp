@@ -100,7 +100,9 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.dev_tmpfs_opts = "size=64k,nr_inodes=64,mode=0755";
   p.tmp_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
   p.shm_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
-  p.run_opts = "size=" + std::to_string(req.script.size() + (1 << 20)) + ",mode=0755";
+  p.root_remount_flags = root_flags(p.rootfs);
+  launch::plan_etc_files(spec, p.rootfs, p.root_remount_flags, p.etc);
+  p.run_opts = "size=" + std::to_string(req.script.size() + p.etc.bytes() + (1 << 20)) + ",mode=0755";
   p.proc_readonly = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
   p.proc_masked_files = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
                          "/proc/latency_stats"};
@@ -111,7 +113,6 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.gid = spec.gid;
   p.user_namespace = user_namespace;
   p.proxy_socket = spec.network.mode == NetworkMode::allowlist;
-  p.root_remount_flags = root_flags(p.rootfs);
   p.seccomp = req.seccomp->fprog();
 
   p.argv_storage = {spec.python, "-B", "/run/sandbox/" + name};
