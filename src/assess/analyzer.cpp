@@ -13,6 +13,7 @@ namespace detail {
 void Analyzer::run(std::string_view source) {
   scan_lines(source);
   if (auto enc = detail::unusual_source_encoding(source)) sink_.on_detector(Detector::source_encoding, 1, *enc);
+  if (auto what = detail::foreign_format(source)) sink_.on_detector(Detector::not_python, 1, *what);
   analyze_text(source, 0, 0);
   if (doc_referenced_)
     for (auto& d : docstrings_) enqueue(std::move(d.first), d.second, 1);
@@ -453,7 +454,9 @@ void Analyzer::end_statement(bool suite_continues) {
     if (!targets_.empty()) {
       ArgInfo value = s.args.size() == 1 ? s.args[0] : container(s.args);
       for (const auto& t : targets_) {
-        if ((value.kind == Kind::string && !value.dynamic) || is_name_kind(value.kind)) {
+        // Computed strings keep their constant pieces: a path or command built in steps
+        // still reaches the call that uses it.
+        if (value.kind == Kind::string || is_name_kind(value.kind)) {
           bind(t, value);
         } else if (value.decoded) {
           bind(t, ArgInfo{{}, Kind::expr, {}, true, false, true});

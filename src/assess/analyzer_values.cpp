@@ -11,6 +11,25 @@ namespace sandboxrun::assess::detail {
 
 namespace {
 
+// pathlib methods: on a path held as a string they are reported as calls of
+// pathlib.Path().METHOD with the path as argument 0, so path rules read them like open().
+bool is_path_method(std::string_view m) {
+  static constexpr std::array<std::string_view, 20> names = {
+      "write_text", "write_bytes", "read_text", "read_bytes", "open", "touch", "unlink", "mkdir", "rmdir",
+      "chmod", "rename", "replace", "symlink_to", "hardlink_to", "iterdir", "glob", "rglob", "walk", "expanduser", "resolve"};
+  return std::find(names.begin(), names.end(), m) != names.end();
+}
+
+// Calls whose result is their arguments' path text: the path keeps flowing to the call that
+// uses it (open(os.path.join(home, ".ssh", "authorized_keys"), "a")).
+bool is_path_builder(std::string_view q) {
+  static constexpr std::array<std::string_view, 14> names = {
+      "os.path.join", "os.path.expanduser", "os.path.expandvars", "os.path.abspath", "os.path.realpath",
+      "os.path.normpath", "os.fspath", "str", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath",
+      "pathlib.Path.home", "os.path.dirname", "pathlib.Path.cwd"};
+  return std::find(names.begin(), names.end(), q) != names.end();
+}
+
 std::optional<uint32_t> parse_int(std::string_view s) {
   uint32_t v = 0;
   int base = 10;
@@ -183,6 +202,17 @@ ArgInfo Analyzer::close_call(Frame& f) {
   if (f.callee.kind == Kind::string) {
     // A method of a string constant: decode/encode/strip keep the value, others compute.
     ArgInfo r = std::move(f.callee);
+    if (is_path_method(f.method)) {
+      std::vector<ArgInfo> with_path;
+      with_path.reserve(args.size() + 1);
+      with_path.push_back(r);
+      with_path.back().keyword.clear();
+      with_path.insert(with_path.end(), args.begin(), args.end());
+      const std::string qual = "pathlib.Path()." + f.method;
+      sink_.on_call(CallEvent{qual, f.line, with_path, false, false, depth_ > 0});
+      if (f.method == "expanduser" || f.method == "resolve") return r;
+      return ArgInfo{{}, Kind::call, qual + "()", true, false, decoded_args};
+    }
     // Joins with short separators only: a long one would multiply text without source.
     if (f.method == "join" && r.text.size() <= 16 && !args.empty() && args[0].kind == Kind::container) {
       std::string joined;
@@ -224,6 +254,27 @@ ArgInfo Analyzer::close_call(Frame& f) {
     sink_.on_call(CallEvent{qual, f.line, args, loop && loop->header_unbounded, false, depth_ > 0});
   }
 
+  if (is_path_builder(qual)) {
+    // A piece that is not a constant reads "{}", so that anchored path patterns cannot match
+    // a suffix by accident (join(base, "sys") is not "/sys").
+    ArgInfo p{{}, Kind::string, {}, false, false, decoded_args};
+    bool has_text = qual == "pathlib.Path.home" || qual == "pathlib.Path.cwd";
+    if (qual == "pathlib.Path.home") p.text = "~";
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!args[i].keyword.empty()) continue;
+      if (i > 0) append_capped(p.text, "/", kMaxText);
+      if (args[i].kind == Kind::string || args[i].kind == Kind::literal) {
+        has_text = true;
+        append_capped(p.text, args[i].text, kMaxText);
+      } else {
+        append_capped(p.text, "{}", kMaxText);
+      }
+      p.dynamic |= args[i].dynamic || (args[i].kind != Kind::string && args[i].kind != Kind::literal);
+      p.folded |= args[i].folded;
+    }
+    if (qual == "pathlib.Path.cwd") p.dynamic = true;
+    if (has_text) return p;
+  }
   ArgInfo r{{}, Kind::call, qual, true, false, decoded_args};
   append_capped(r.text, "()", kMaxQual);
   const ArgInfo* a0 = args.empty() ? nullptr : &args[0];
@@ -265,6 +316,8 @@ ArgInfo Analyzer::close_call(Frame& f) {
   if (qual == "chr" && a0 && a0->kind == Kind::literal) {
     if (auto v = parse_int(a0->text); v && *v < 0x80) return ArgInfo{{}, Kind::string, std::string(1, static_cast<char>(*v)), false, true};
   }
+  // Characters from computed codes ("".join(chr(c) for c in codes)): text no reader can see.
+  if (qual == "chr") return ArgInfo{{}, Kind::string, {}, true, true, true};
   if (auto text = detail::decode_constant_call(qual, args)) {
     if (looks_like_text(*text)) {
       sink_.on_detector(Detector::decoded_payload, f.line, qual);

@@ -61,6 +61,7 @@ const char* to_string(Detector d) noexcept {
     case Detector::deep_nesting: return "deep_nesting";
     case Detector::reversed_string: return "reversed_string";
     case Detector::truncated: return "truncated";
+    case Detector::not_python: return "not_python";
     case Detector::count_: break;
   }
   return "?";
@@ -194,6 +195,40 @@ std::optional<std::string> unusual_source_encoding(std::string_view source) {
     if (enc.empty() || in(plain, enc) || enc.starts_with("iso-8859") || enc.starts_with("cp125")) return std::nullopt;
     return enc;
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> foreign_format(std::string_view source) {
+  if (source.starts_with("\x7f" "ELF")) return "ELF executable";
+  // A shell interpreter line: Python refuses it only when it runs, so a reader must say so.
+  if (source.starts_with("#!")) {
+    std::string_view first = source.substr(0, source.find('\n'));
+    if (first.find("python") == std::string_view::npos &&
+        (first.ends_with("sh") || first.find("sh ") != std::string_view::npos || first.find("/env ") != std::string_view::npos))
+      return "shell script (" + std::string(first.substr(0, 64)) + ")";
+  }
+  // Binary data: a quarter of the first 4 KiB is control bytes that no source file has. A
+  // stray NUL in text is not enough; what follows it is still analyzed.
+  const std::string_view head = source.substr(0, 4096);
+  size_t odd = 0;
+  for (unsigned char c : head) odd += (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f') || c == 0x7f;
+  if (head.size() >= 64 && odd * 4 >= head.size()) return "binary data";
+  // A shell script without an interpreter line: statements no Python file can hold.
+  size_t shell_lines = 0, begin = 0;
+  for (int n = 0; n < 200 && begin < source.size(); ++n) {
+    size_t end = source.find('\n', begin);
+    if (end == std::string_view::npos) end = source.size();
+    std::string_view l = source.substr(begin, end - begin);
+    begin = end + 1;
+    static constexpr std::array<std::string_view, 12> shell = {"fi", "then", "done", "esac", "do", "set -e",
+                                                               "echo ", "export ", "wget ", "curl ", "chmod ", "cd "};
+    for (auto k : shell)
+      if (l.starts_with(k) && (l.size() == k.size() || k.back() == ' ' || l[k.size()] == ' ')) {
+        ++shell_lines;
+        break;
+      }
+  }
+  if (shell_lines >= 3) return "shell script";
   return std::nullopt;
 }
 
