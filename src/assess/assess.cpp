@@ -112,8 +112,10 @@ Assessment assess_file(const std::filesystem::path& file, const SecurityConfig& 
   Assessment a = assess_source(text, config);
   if (total > text.size() && !a.notes.empty()) a.notes.back() = "only the first " + format_size(config.max_bytes) +
                                                              " of " + format_size(total) + " were assessed (limits.max_bytes)";
-  if (config.bandit.enabled) {
-    assess::BanditResult b = assess::run_bandit(file, config.bandit);
+  std::vector<assess::BanditResult> opinions;
+  if (config.bandit.enabled) opinions.push_back(assess::run_bandit(file, config.bandit));
+  if (config.semgrep.enabled) opinions.push_back(assess::run_semgrep(file, config.semgrep));
+  for (const auto& b : opinions) {
     a.score += b.score;
     a.findings.insert(a.findings.end(), b.findings.begin(), b.findings.end());
     std::stable_sort(a.findings.begin(), a.findings.end(), [](const Finding& x, const Finding& y) { return x.line < y.line; });
