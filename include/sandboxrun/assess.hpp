@@ -61,6 +61,7 @@ struct SecurityConfig {
   std::filesystem::path source;      // the security.yaml it came from
   std::filesystem::path rules_path;  // resolved rules file
   std::shared_ptr<const assess::RuleSet> rules;
+  std::string rules_cache_note;  // why the compiled-rules cache was bypassed or rebuilt, if it was
   int medium_threshold = 10;  // total score at which MEDIUM starts
   int high_threshold = 40;    // and HIGH; BLOCKED comes only from critical rules
   // The loosest trust each level allows, indexed by RiskLevel; nullopt refuses the run.

@@ -22,6 +22,8 @@ const char* to_string(Severity s) noexcept;
 struct Pattern {
   std::string text;
   std::regex re;
+  // Throws std::regex_error when `text` is not a valid expression.
+  static Pattern compile(std::string text);
   bool search(std::string_view s) const;
 };
 
@@ -72,6 +74,15 @@ class RuleSet {
   // Parses and validates a rules file; throws sandboxrun::Error naming the file, the rule
   // and the key on any mistake.
   static RuleSet load(const std::filesystem::path& file);
+  // The rules file's text; throws sandboxrun::Error naming the file when it cannot be read.
+  static std::string read(const std::filesystem::path& file);
+  // Parses and validates rules text read from `file` (named in errors).
+  static RuleSet parse(const std::filesystem::path& file, const std::string& text);
+
+  // The compiled form (rules without their YAML), for the cache in assess_rules_cache.hpp.
+  std::string serialize() const;
+  // nullopt when `bytes` is not a complete, valid compiled form.
+  static std::optional<RuleSet> deserialize(std::string_view bytes);
 
   const std::vector<Rule>& rules() const noexcept { return rules_; }
 
@@ -92,6 +103,8 @@ class RuleSet {
   const Index& index() const noexcept { return index_; }
 
  private:
+  void build_index();
+
   std::vector<Rule> rules_;
   Index index_;
 };

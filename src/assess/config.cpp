@@ -5,6 +5,7 @@
 #include "internal.hpp"
 #include "sandboxrun/assess.hpp"
 #include "sandboxrun/assess_rules.hpp"
+#include "sandboxrun/assess_rules_cache.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/yaml_strict.hpp"
@@ -152,7 +153,13 @@ SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
   } catch (const YAML::Exception& e) {
     throw Error(y.where(e.mark) + ": " + e.msg, "fix " + security_yaml.string());
   }
-  cfg.rules = std::make_shared<const assess::RuleSet>(assess::RuleSet::load(cfg.rules_path));
+  if (auto dir = assess::default_cache_dir()) {
+    assess::CachedRules c = assess::load_rules_cached(cfg.rules_path, *dir);
+    cfg.rules_cache_note = std::move(c.note);
+    cfg.rules = std::make_shared<const assess::RuleSet>(std::move(c.rules));
+  } else {
+    cfg.rules = std::make_shared<const assess::RuleSet>(assess::RuleSet::load(cfg.rules_path));
+  }
   return cfg;
 }
 

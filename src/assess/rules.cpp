@@ -32,14 +32,8 @@ std::vector<std::string> string_list(const StrictYaml& y, const YAML::Node& n, c
 Pattern pattern(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
   Pattern p;
   p.text = y.scalar(n, key, "a regular expression");
-  std::string_view body = p.text;
-  auto flags = std::regex::ECMAScript;
-  if (body.starts_with("(?i)")) {
-    body.remove_prefix(4);
-    flags |= std::regex::icase;
-  }
   try {
-    p.re = std::regex(std::string(body), flags);
+    p = Pattern::compile(p.text);
   } catch (const std::regex_error& e) {
     y.fail(n, key, "an ECMAScript regular expression",
            "'" + p.text + "', a bad regular expression (" + e.what() + ")");
@@ -201,15 +195,32 @@ bool Glob::match(std::string_view name) const noexcept {
   return single_star || glob_match(pattern, name);
 }
 
-RuleSet RuleSet::load(const std::filesystem::path& file) {
-  const StrictYaml y(file);
-  std::string text;
+Pattern Pattern::compile(std::string text) {
+  Pattern p;
+  p.text = std::move(text);
+  std::string_view body = p.text;
+  auto flags = std::regex::ECMAScript;
+  if (body.starts_with("(?i)")) {
+    body.remove_prefix(4);
+    flags |= std::regex::icase;
+  }
+  p.re = std::regex(std::string(body), flags);
+  return p;
+}
+
+std::string RuleSet::read(const std::filesystem::path& file) {
   try {
-    text = read_file(file.string());
+    return read_file(file.string());
   } catch (const Error& e) {
     throw Error(file.string() + ": cannot read the assessor rules file", "check the rules: key in security.yaml",
                 e.sys_errno());
   }
+}
+
+RuleSet RuleSet::load(const std::filesystem::path& file) { return parse(file, read(file)); }
+
+RuleSet RuleSet::parse(const std::filesystem::path& file, const std::string& text) {
+  const StrictYaml y(file);
   const YAML::Node root = y.parse(text);
   RuleSet set;
   try {
@@ -252,6 +263,12 @@ RuleSet RuleSet::load(const std::filesystem::path& file) {
   } catch (const YAML::Exception& e) {
     throw Error(y.where(e.mark) + ": " + e.msg, "fix the rules file");
   }
+  set.build_index();
+  return set;
+}
+
+void RuleSet::build_index() {
+  RuleSet& set = *this;
   Index& ix = set.index_;
   ix.detectors.resize(static_cast<size_t>(Detector::count_));
   for (size_t k = 0; k < set.rules_.size(); ++k) {
@@ -274,7 +291,6 @@ RuleSet RuleSet::load(const std::filesystem::path& file) {
       case Rule::Type::combo: ix.combos.push_back(k); break;
     }
   }
-  return set;
 }
 
 // ---- engine ---------------------------------------------------------------------------------
