@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <string>
@@ -19,12 +21,19 @@ const char* to_string(Severity s) noexcept;
 
 // A regular expression (ECMAScript; a leading "(?i)" makes it case-insensitive) applied to
 // at most 4 KiB at a time, so its cost and stack use stay bounded on any input.
+// Compiled on first use: a file meets few of the rules, and compiling every expression at
+// start-up was a large share of a cached load. Copies share one compiled form (thread-safe).
 struct Pattern {
   std::string text;
-  std::regex re;
-  // Throws std::regex_error when `text` is not a valid expression.
+  // Throws std::regex_error when `text` is not a valid expression (compiled now, to check it).
   static Pattern compile(std::string text);
+  // `text` as validated by compile() before (the compiled-rules cache); compiled when used.
+  static Pattern deferred(std::string text);
   bool search(std::string_view s) const;
+
+ private:
+  struct Compiled;
+  std::shared_ptr<Compiled> compiled_;
 };
 
 // A condition on one argument of a call.

@@ -151,7 +151,35 @@ const char* to_string(Severity s) noexcept {
   return "?";
 }
 
+struct Pattern::Compiled {
+  std::once_flag once;
+  std::regex re;
+};
+
+namespace {
+
+std::regex build_regex(std::string_view text) {
+  auto flags = std::regex::ECMAScript;
+  if (text.starts_with("(?i)")) {
+    text.remove_prefix(4);
+    flags |= std::regex::icase;
+  }
+  return std::regex(std::string(text), flags);
+}
+
+}  // namespace
+
 bool Pattern::search(std::string_view s) const {
+  std::call_once(compiled_->once, [&] {
+    // A deferred text was validated when its cache entry was built; should it still fail,
+    // the pattern matches nothing rather than throw out of an assessment.
+    try {
+      compiled_->re = build_regex(text);
+    } catch (const std::regex_error&) {
+      compiled_->re = std::regex("[^\\s\\S]");
+    }
+  });
+  const std::regex& re = compiled_->re;
   if (s.size() <= kWindow) return std::regex_search(s.begin(), s.end(), re);
   for (size_t p = 0;; p += kStep) {
     const size_t e = std::min(s.size(), p + kWindow);
@@ -196,15 +224,15 @@ bool Glob::match(std::string_view name) const noexcept {
 }
 
 Pattern Pattern::compile(std::string text) {
+  Pattern p = deferred(std::move(text));
+  std::call_once(p.compiled_->once, [&] { p.compiled_->re = build_regex(p.text); });
+  return p;
+}
+
+Pattern Pattern::deferred(std::string text) {
   Pattern p;
   p.text = std::move(text);
-  std::string_view body = p.text;
-  auto flags = std::regex::ECMAScript;
-  if (body.starts_with("(?i)")) {
-    body.remove_prefix(4);
-    flags |= std::regex::icase;
-  }
-  p.re = std::regex(std::string(body), flags);
+  p.compiled_ = std::make_shared<Compiled>();
   return p;
 }
 

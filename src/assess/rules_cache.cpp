@@ -80,14 +80,12 @@ class Reader {
     if (v > 2) ok_ = false;
     return v == 0 ? std::nullopt : std::optional<bool>(v == 2);
   }
+  // The entry's checksum vouches that the text is what compile() validated when it was built.
   std::optional<Pattern> pattern() {
     if (u32() == 0 || !ok_) return std::nullopt;
-    try {
-      return Pattern::compile(str());
-    } catch (const std::regex_error&) {
-      ok_ = false;
-      return std::nullopt;
-    }
+    std::string text = str();
+    if (!ok_) return std::nullopt;
+    return Pattern::deferred(std::move(text));
   }
   uint32_t below(uint32_t limit) {
     const uint32_t v = u32();
