@@ -72,4 +72,16 @@ TEST(AssessCapabilities, InputThatIsNotPythonIsNeverLow) {
   // A NUL byte does not end analysis, and alone does not make text "binary".
   EXPECT_EQ(level(std::string_view("x = 1\n\0\nimport os\nos.system(input())\n", 38)), RiskLevel::high);
   EXPECT_EQ(level("#!/usr/bin/env python3\nprint('hi')\n"), RiskLevel::low);
+  // Shell lines in a usage docstring are text, not a shell script.
+  EXPECT_EQ(level("\"\"\"Usage:\ncd project\nexport N=4\ncurl -O http://x/data.csv\n\"\"\"\nimport sys\n"
+                  "print(len(sys.argv))\n"),
+            RiskLevel::low);
+}
+
+TEST(AssessCapabilities, ReadingLogsAndWritingAReportIsNotCoveringTracks) {
+  EXPECT_EQ(level("import collections\nc = collections.Counter(l.split()[4] for l in open('/var/log/syslog'))\n"
+                  "with open('report.txt', 'w') as f:\n    f.write(str(c.most_common(5)))\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import glob, os\nfor p in glob.glob('/var/log/*.log'):\n    os.remove(p)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import os\nopen(os.path.expanduser('~/.bash_history'), 'w').close()\n"), RiskLevel::blocked);
 }
