@@ -213,8 +213,9 @@ std::optional<std::string> foreign_format(std::string_view source) {
   size_t odd = 0;
   for (unsigned char c : head) odd += (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f') || c == 0x7f;
   if (head.size() >= 64 && odd * 4 >= head.size()) return "binary data";
-  // A shell script without an interpreter line: statements no Python file can hold.
-  size_t shell_lines = 0, begin = 0;
+  // A shell script without an interpreter line: statements no Python file can hold, and no
+  // statement that only Python has (a usage text in a docstring may well show shell lines).
+  size_t shell_lines = 0, python_lines = 0, begin = 0;
   for (int n = 0; n < 200 && begin < source.size(); ++n) {
     size_t end = source.find('\n', begin);
     if (end == std::string_view::npos) end = source.size();
@@ -222,13 +223,16 @@ std::optional<std::string> foreign_format(std::string_view source) {
     begin = end + 1;
     static constexpr std::array<std::string_view, 12> shell = {"fi", "then", "done", "esac", "do", "set -e",
                                                                "echo ", "export ", "wget ", "curl ", "chmod ", "cd "};
+    static constexpr std::array<std::string_view, 7> python = {"import ", "from ", "def ", "class ", "print(",
+                                                               "\"\"\"", "'''"};
+    for (auto k : python) python_lines += l.starts_with(k);
     for (auto k : shell)
       if (l.starts_with(k) && (l.size() == k.size() || k.back() == ' ' || l[k.size()] == ' ')) {
         ++shell_lines;
         break;
       }
   }
-  if (shell_lines >= 3) return "shell script";
+  if (shell_lines >= 3 && python_lines == 0) return "shell script";
   return std::nullopt;
 }
 
