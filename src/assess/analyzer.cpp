@@ -58,6 +58,9 @@ void Analyzer::start_statement() {
   def_name_.clear();
   while_sig_.clear();
   targets_.clear();
+  aug_target_.clear();
+  self_refs_ = 0;
+  saw_plus_ = saw_mul_ = doubles_ = false;
   def_pending_ = false;
   as_pending_ = false;
   bare_strings_ = true;
@@ -247,6 +250,7 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     prim_.raw_name.clear();
     return;
   }
+  if (frames_.size() == 1 && ((!targets_.empty() && name == targets_[0]) || name == aug_target_)) ++self_refs_;
   flush();
   prim_ = Primary{true, resolve(name), std::string(name), {}, line};
 }
@@ -389,7 +393,13 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   }
   if (c == '+') {
     top.after_plus = true;
+    saw_plus_ |= frames_.size() == 1;
     return;
+  }
+  if (frames_.size() == 1 && top.kind == FrameKind::statement) {
+    if (op == "*=" || op == "**=" || op == "<<=") doubles_ = true;
+    if (op == "+=") aug_target_ = last_flushed_raw_;
+    if (c == '*' && !targets_.empty()) saw_mul_ = true;
   }
   // Any other operator: the argument is computed.
   if (top.cur.kind != Kind::none) {
@@ -449,6 +459,11 @@ void Analyzer::end_statement(bool suite_continues) {
       close_frame();
       flush();
     }
+    // A value that doubles itself (x = x + x, x = x * 2, x += x, x *= 2): reported as a call of
+    // "<grow>", so that rules can ask whether it repeats without end (a memory bomb).
+    if (doubles_ || (self_refs_ >= 2 && saw_plus_) || (self_refs_ >= 1 && saw_mul_ && !targets_.empty()) ||
+        (!aug_target_.empty() && self_refs_ >= 1))
+      report_call("<grow>", {}, stmt_line_);
     Frame& s = frames_.back();
     finish_arg(s);
     if (!targets_.empty()) {

@@ -158,6 +158,8 @@ class Analyzer {
 
   static ArgInfo container(std::vector<ArgInfo>& items);
 
+  void report_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line);
+
   ArgInfo close_call(Frame& f);
 
   ArgInfo close_subscript(Frame& f);
@@ -212,6 +214,10 @@ class Analyzer {
   bool def_is_function_ = false;
   std::string while_sig_;
   std::vector<std::string> targets_;
+  // Growth of a value by itself within one statement (see end_statement).
+  std::string aug_target_;  // the name before `+=`
+  uint32_t self_refs_ = 0;  // uses of the assigned name on the right-hand side
+  bool saw_plus_ = false, saw_mul_ = false, doubles_ = false;
   bool def_pending_ = false;
   bool as_pending_ = false;
   ArgInfo as_value_;

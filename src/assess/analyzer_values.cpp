@@ -196,6 +196,16 @@ ArgInfo Analyzer::container(std::vector<ArgInfo>& items) {
   return c;
 }
 
+void Analyzer::report_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line) {
+  // A call whose rules ask about endless loops waits in its loop or function block.
+  Block* loop = sink_.loop_sensitive(qual) ? candidate() : nullptr;
+  if (loop && loop->pending.size() < kMaxPending) {
+    loop->pending.push_back(Deferred{qual, line, args, depth_ > 0});
+  } else {
+    sink_.on_call(CallEvent{qual, line, args, loop && loop->header_unbounded, false, depth_ > 0});
+  }
+}
+
 ArgInfo Analyzer::close_call(Frame& f) {
   auto& args = f.args;
   const bool decoded_args = any_decoded(args);
@@ -247,12 +257,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
         break;
       }
   }
-  Block* loop = sink_.loop_sensitive(qual) ? candidate() : nullptr;
-  if (loop && loop->pending.size() < kMaxPending) {
-    loop->pending.push_back(Deferred{qual, f.line, args, depth_ > 0});
-  } else {
-    sink_.on_call(CallEvent{qual, f.line, args, loop && loop->header_unbounded, false, depth_ > 0});
-  }
+  report_call(qual, args, f.line);
 
   if (is_path_builder(qual)) {
     // A piece that is not a constant reads "{}", so that anchored path patterns cannot match
@@ -326,6 +331,9 @@ ArgInfo Analyzer::close_call(Frame& f) {
     return ArgInfo{{}, Kind::string, std::move(*text), false, true, true};
   }
   if (is_decoder(qual)) r.decoded = true;
+  // A decoder passed as a value (map(chr, codes), map(bytes.fromhex, parts)) decodes too.
+  for (const auto& a : args)
+    if (is_name_kind(a.kind) && (a.text == "chr" || is_decoder(a.text))) r.decoded = true;
   // Decoded text was queued when it was decoded.
   if ((qual == "exec" || qual == "eval" || qual == "compile") && const0 && !a0->decoded && a0->keyword.empty())
     enqueue(a0->text, f.line, depth_ + 1);

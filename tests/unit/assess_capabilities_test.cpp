@@ -61,6 +61,12 @@ TEST(AssessCapabilities, IntentAcrossCalls) {
             RiskLevel::blocked);
   EXPECT_EQ(level("buf = []\nwhile True:\n    buf.append(bytearray(1 << 20))\n"), RiskLevel::blocked);
   EXPECT_EQ(level("code = ''.join(chr(c) for c in [112, 114, 105, 110, 116])\nexec(code)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("exec(''.join(map(chr, [112, 114, 105, 110, 116, 40, 49, 41])))\n"), RiskLevel::blocked);
+  // A value that doubles itself without end is a memory bomb; a counter is not.
+  EXPECT_EQ(level("x = 'a'\nwhile True:\n    x = x + x\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("b = [0]\nwhile 1:\n    b *= 2\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("n = 0\nwhile True:\n    n += 1\n    t = t + 1\n    print(n)\n"), RiskLevel::low);
+  EXPECT_EQ(level("x = 'a'\nfor _ in range(10):\n    x = x + x\n"), RiskLevel::low);
   EXPECT_EQ(level("import socketserver\nsocketserver.TCPServer(('0.0.0.0', 9000), None).serve_forever()\n"),
             RiskLevel::high);
 }
