@@ -311,6 +311,15 @@ ArgInfo Analyzer::close_call(Frame& f) {
     }
     return r;
   }
+  // attrgetter/methodcaller reach an attribute by name like getattr does.
+  if ((qual == "operator.attrgetter" || qual == "operator.methodcaller") && a0) {
+    if (a0->kind == Kind::string && !a0->dynamic) {
+      if (a0->folded || a0->decoded) sink_.on_detector(Detector::getattr_computed, f.line, a0->text);
+    } else {
+      sink_.on_detector(Detector::getattr_dynamic, f.line, {});
+    }
+    return r;
+  }
   if ((qual == "globals" || qual == "locals" || qual == "vars") && args.empty())
     return ArgInfo{{}, Kind::call, "globals()", true};
   if (qual == "vars" && a0 && is_name_kind(a0->kind) &&

