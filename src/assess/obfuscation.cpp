@@ -207,12 +207,28 @@ std::optional<std::string> foreign_format(std::string_view source) {
         (first.ends_with("sh") || first.find("sh ") != std::string_view::npos || first.find("/env ") != std::string_view::npos))
       return "shell script (" + std::string(first.substr(0, 64)) + ")";
   }
-  // Binary data: a quarter of the first 4 KiB is control bytes that no source file has. A
-  // stray NUL in text is not enough; what follows it is still analyzed.
+  // Binary data: a tenth of the first 4 KiB is control bytes or bytes that are not UTF-8,
+  // which no source file has. A stray NUL in text is not enough; what follows it is analyzed.
   const std::string_view head = source.substr(0, 4096);
   size_t odd = 0;
-  for (unsigned char c : head) odd += (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f') || c == 0x7f;
-  if (head.size() >= 64 && odd * 4 >= head.size()) return "binary data";
+  for (size_t i = 0; i < head.size();) {
+    const auto c = static_cast<unsigned char>(head[i]);
+    if (c < 0x80) {
+      odd += (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f') || c == 0x7f;
+      ++i;
+      continue;
+    }
+    const size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+    size_t k = 1;
+    while (len && k < len && i + k < head.size() && (static_cast<unsigned char>(head[i + k]) & 0xc0) == 0x80) ++k;
+    if (len && (k == len || i + k == head.size())) {
+      i += k;  // a whole sequence (or one cut by the 4 KiB window)
+    } else {
+      ++odd;
+      ++i;
+    }
+  }
+  if (head.size() >= 64 && odd * 10 >= head.size()) return "binary data";
   // A shell script without an interpreter line: statements no Python file can hold, and no
   // statement that only Python has (a usage text in a docstring may well show shell lines).
   size_t shell_lines = 0, python_lines = 0, begin = 0;

@@ -83,6 +83,11 @@ TEST(AssessCapabilities, InputThatIsNotPythonIsNeverLow) {
   // A NUL byte does not end analysis, and alone does not make text "binary".
   EXPECT_EQ(level(std::string_view("x = 1\n\0\nimport os\nos.system(input())\n", 38)), RiskLevel::high);
   EXPECT_EQ(level("#!/usr/bin/env python3\nprint('hi')\n"), RiskLevel::low);
+  // Compressed or random bytes (mostly not UTF-8) are binary data; UTF-8 text is not.
+  std::string noise;
+  for (uint32_t x = 1; noise.size() < 4096;) noise += static_cast<char>((x = x * 1103515245u + 12345u) >> 23);
+  EXPECT_EQ(level(noise), RiskLevel::blocked);
+  EXPECT_EQ(level("# Grüße, 日本語 🎉\nprint('héllo wörld 中文 ünïcödé ' * 3)\n"), RiskLevel::low);
   // Shell lines in a usage docstring are text, not a shell script.
   EXPECT_EQ(level("\"\"\"Usage:\ncd project\nexport N=4\ncurl -O http://x/data.csv\n\"\"\"\nimport sys\n"
                   "print(len(sys.argv))\n"),
