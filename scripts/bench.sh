@@ -13,7 +13,10 @@ sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(startup cgroup parallel assess audit image network)
 work=$(mktemp -d /tmp/sandboxrun-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-[ -x "$sandboxrun" ] && [ -d "$rootfs" ] || { echo "bench: run scripts/setup.sh first" >&2; exit 1; }
+# The assessor needs only the binary; every other section runs sandboxes in the rootfs.
+needs_rootfs=0
+for s in "${sections[@]}"; do [ "$s" = assess ] || needs_rootfs=1; done
+[ -x "$sandboxrun" ] && { [ $needs_rootfs = 0 ] || [ -d "$rootfs" ]; } || { echo "bench: run scripts/setup.sh first" >&2; exit 1; }
 
 # median_ms RUNS CMD...: median wall time of CMD in milliseconds (output discarded).
 median_ms() {
