@@ -13,7 +13,10 @@ sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(startup cgroup parallel assess audit image network)
 work=$(mktemp -d /tmp/sandboxrun-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-[ -x "$sandboxrun" ] && [ -d "$rootfs" ] || { echo "bench: run scripts/setup.sh first" >&2; exit 1; }
+# The assessor needs only the binary; every other section runs sandboxes in the rootfs.
+needs_rootfs=0
+for s in "${sections[@]}"; do [ "$s" = assess ] || needs_rootfs=1; done
+[ -x "$sandboxrun" ] && { [ $needs_rootfs = 0 ] || [ -d "$rootfs" ]; } || { echo "bench: run scripts/setup.sh first" >&2; exit 1; }
 
 # median_ms RUNS CMD...: median wall time of CMD in milliseconds (output discarded).
 median_ms() {
@@ -149,6 +152,21 @@ parallel() {
 assess() {
   echo "== assessor vs bandit (same generated files)"
   "$bin/src/assess/sandboxrun_assess_bench" --out "$work" | sed 's/^/  /'
+  # Whole processes, as a user or a CI job runs them: rules load included.
+  local f="$work/lines_1000.py" n=20 one batch bandit_ms
+  [ -f "$f" ] || { echo "  (no generated 1,000-line file)"; return; }
+  one=$(median_ms $n "$sandboxrun" assess --json --config-dir "$root/config" "$f")
+  local -a many=(); for ((i = 0; i < 100; i++)); do many+=("$f"); done
+  batch=$(median_ms 5 "$sandboxrun" assess --json --config-dir "$root/config" "${many[@]}")
+  batch=$(awk -v b="$batch" 'BEGIN { printf "%.2f", b / 100 }')
+  row "whole process: sandboxrun assess --json (1,000 lines)" "$one"
+  row "batch: sandboxrun assess --json, 100 files, per file" "$batch"
+  if command -v bandit >/dev/null; then
+    bandit_ms=$(median_ms 5 bandit -q -f json "$f")
+    row "whole process: bandit -f json (same file)" "$bandit_ms" "sandboxrun $(ratio "$bandit_ms" "$one") faster"
+  fi
+  echo "  own corpus (tests/fixtures/assess, labels from the policy):"
+  "$bin/tests/unit_assess_corpus_test" 2>/dev/null | grep '^assess corpus' | sed 's/^/    /'
 }
 
 audit() {
