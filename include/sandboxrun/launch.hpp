@@ -68,6 +68,7 @@ struct RunOutcome {
   CgroupUsage usage;
   std::string cgroup_backend;      // "v2", "v1", or "none (degraded)"
   std::vector<std::string> degradations;  // limits not enforced exactly, each with its fix
+  std::vector<std::string> warnings;      // host problems that did not affect this run
   std::string stdout_data, stderr_data;
   bool stdout_truncated = false, stderr_truncated = false;
   std::string error;               // set when status == error: what failed in setup

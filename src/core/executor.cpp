@@ -211,6 +211,7 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   r.signal = o.signal;
   r.error = o.error;
   for (const auto& d : o.degradations) r.warnings.push_back("degraded: " + d);
+  r.warnings.insert(r.warnings.end(), o.warnings.begin(), o.warnings.end());
   if (o.status == RunStatus::oom || o.status == RunStatus::timeout)
     append("limit", r.run_id, {{"code", code}, {"kind", to_string(o.status)}});
   if (o.usage.pids_max_hits > 0)
