@@ -27,6 +27,7 @@
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/job_io.hpp"
 #include "sandboxrun/launch.hpp"
 #include "sandboxrun/spec.hpp"
 
@@ -53,6 +54,14 @@ struct RunRequest {
   bool capture = true;
   int stdout_fd = 1;
   int stderr_fd = 2;
+  // Copied into /work beside the script (load_input() reads them safely); each .py among them
+  // is assessed with the script. Their total is capped by input_limit / input_files_limit.
+  std::vector<InputFile> inputs;
+  // Streamed to the program's stdin until EOF; -1: its stdin is /dev/null.
+  int stdin_fd = -1;
+  // Files the program created or changed under /work are copied here after it ends (created;
+  // must not exist or be empty).
+  std::optional<std::filesystem::path> output_dir;
   // Called from the run's monitor loop at each resource sample; may be empty.
   std::function<void(const CgroupUsage&, std::chrono::milliseconds elapsed)> on_sample;
   // For a command-line front end only: its argv/environ strings, wiped inside the sandbox's
@@ -86,6 +95,8 @@ struct RunResult {
   // Things the caller should know that did not stop the run (the trust level was lowered,
   // a limit was clamped or not enforced), one sentence each.
   std::vector<std::string> warnings;
+  std::vector<FileRecord> inputs;           // what went into /work (the script not included)
+  std::optional<OutputManifest> outputs;    // with output_dir: what came back out
 
   // The `--json` result object (the contract in README.md).
   nlohmann::json to_json() const;

@@ -35,6 +35,9 @@ struct RunOptions {
   std::optional<std::string> audit_log;
   std::optional<std::string> stats;
   std::optional<std::string> image;
+  std::vector<std::string> inputs;
+  bool stdin_stream = false;
+  std::optional<std::string> output;
   bool verbose = false;
 };
 
@@ -141,6 +144,9 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   app.add_option("--audit-log", opt.audit_log, "audit log file (overrides config)");
   app.add_option("--stats", opt.stats, "write resource samples as JSON lines to PATH, or - for stdout");
   app.add_option("--image", opt.image, "image name, rootfs directory or OCI image layout[:tag]");
+  app.add_option("--input", opt.inputs, "copy a file or directory into /work (SRC[:NAME], repeatable)");
+  app.add_flag("-i,--stdin", opt.stdin_stream, "stream this command's stdin to the program");
+  app.add_option("--output", opt.output, "copy files created or changed under /work to DIR (new or empty)");
   app.add_flag("-v,--verbose", opt.verbose, "log what the launcher does");
   if (auto rc = parse_or_exit(app, argv)) return *rc;
   if (opt.verbose) spdlog::set_level(spdlog::level::info);
@@ -175,6 +181,14 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     if (opt.config) eo.config = *opt.config;
     if (opt.audit_log) eo.audit_log = *opt.audit_log;
     Executor executor = Executor::open(eo);
+    // Inputs are read here, once, before anything starts; over a cap is a setup error (125).
+    const InputLimits input_limits{executor.config().input_limit, executor.config().input_files_limit};
+    for (const auto& arg : opt.inputs) {
+      auto [src, name] = parse_input_arg(arg);
+      load_input(src, name, input_limits, req.inputs);
+    }
+    if (opt.stdin_stream) req.stdin_fd = 0;
+    if (opt.output) req.output_dir = *opt.output;
     StatsSink stats(opt.stats);
     if (stats.enabled())
       req.on_sample = [&stats](const CgroupUsage& u, std::chrono::milliseconds t) { stats.write(u, t); };
@@ -182,6 +196,8 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     if (r.spec)
       for (const auto& a : r.spec->adjustments) spdlog::info("{}: {} -> {} ({})", a.limit, a.from, a.to, a.reason);
     for (const auto& w : r.warnings) spdlog::warn("{}", w);
+    if (r.outputs && !opt.json)
+      for (const auto& s : r.outputs->skipped) spdlog::warn("--output: {} not copied: {}", s.path, s.reason);
     if (opt.json) {
       std::string text = r.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       write_all(1, text.data(), text.size());

@@ -10,6 +10,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "image_resolve.hpp"
 #include "result_json.hpp"
@@ -49,6 +50,35 @@ Assessment assess_bytes(std::string_view code, const SecurityConfig& security) {
   } unlink_copy{tmpl.c_str()};
   if (!write_all(fd.get(), code.data(), code.size())) throw_errno("cannot write " + tmpl);
   return assess_file(tmpl, security);
+}
+
+bool is_python(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0;
+}
+
+// A library caller may build RunRequest::inputs by hand: the same rules as load_input().
+void check_inputs(const RunRequest& req, const SandboxConfig& cfg, const std::string& script_name) {
+  uint64_t total = 0;
+  std::set<std::string> seen{script_name};
+  for (const auto& f : req.inputs) {
+    if (!plain_relative_path(f.path))
+      throw Error("input '" + f.path + "' is not a plain relative path inside /work", "name it like data/a.csv");
+    if (!seen.insert(f.path).second)
+      throw Error("two files would be /work/" + f.path, "give the input another name (SRC:NAME)");
+    total += f.data.size();
+  }
+  if (req.inputs.size() > cfg.input_files_limit)
+    throw Error(std::to_string(req.inputs.size()) + " input files; input_files_limit is " +
+                    std::to_string(cfg.input_files_limit), "pass fewer, or raise input_files_limit in sandbox.yaml");
+  if (total > cfg.input_limit)
+    throw Error("the inputs hold " + format_size(total) + "; input_limit is " + format_size(cfg.input_limit),
+                "pass less, or raise input_limit in sandbox.yaml");
+}
+
+json records_to_json(const std::vector<FileRecord>& records) {
+  json a = json::array();
+  for (const auto& r : records) a.push_back(to_json(r));
+  return a;
 }
 
 json network_to_json(const net::EgressProxy& proxy) {
@@ -92,11 +122,17 @@ struct Executor::Impl {
     return audit->store_code(code, name);
   }
 
+  // The script and every .py input, assessed: the most severe verdict wins, and an input's
+  // findings name its file. Each of them is kept in the code store (refs in `stored`).
+  Assessment assess_job(const RunRequest& req, json& stored) const;
   // The run's sandbox spec, image and seccomp program (everything but the launch). Throws Error.
   void prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch) const;
+  // Copies what the program left in /work to the output directory (also after a timeout, an
+  // OOM kill or a signal: the fd outlives the sandbox).
+  void collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir, const UniqueFd& out_dir) const;
   // Launches the prepared request and records what happened.
   void launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
-                         MigrationWarmup& warmup, std::chrono::steady_clock::time_point entered) const;
+                         UniqueFd out_dir, MigrationWarmup& warmup, std::chrono::steady_clock::time_point entered) const;
 };
 
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -136,6 +172,24 @@ const std::filesystem::path& Executor::audit_log_path() const { return impl_->au
 
 Assessment Executor::assess(std::string_view source) const { return assess_bytes(source, impl_->security); }
 
+Assessment Executor::Impl::assess_job(const RunRequest& req, json& stored) const {
+  Assessment a = assess_bytes(req.code, security);
+  stored = json::array();
+  for (const auto& f : req.inputs) {
+    if (!is_python(f.path)) continue;
+    Assessment m = assess_bytes(f.data, security);
+    stored.push_back(store_code(f.data, f.path));
+    a.level = std::max(a.level, m.level);
+    a.score += m.score;
+    for (auto& finding : m.findings) {
+      finding.message = f.path + ": " + finding.message;
+      a.findings.push_back(std::move(finding));
+    }
+    for (auto& n : m.notes) a.notes.push_back(f.path + ": " + n);
+  }
+  return a;
+}
+
 void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch) const {
   SandboxSpec spec = resolve_spec(cfg, *r.decision.used, req.limits, host);
   core::ResolvedImage img = core::resolve_image(req.image ? *req.image : cfg.image);
@@ -159,12 +213,14 @@ void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchR
   launch.on_sample = req.on_sample;
   launch.wipe_begin = req.wipe_begin;
   launch.wipe_end = req.wipe_end;
+  launch.inputs = &req.inputs;
+  launch.stdin_fd = req.stdin_fd;
   launch.spec = spec;
   r.spec = std::move(spec);
 }
 
 void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
-                                       MigrationWarmup& warmup, std::chrono::steady_clock::time_point entered) const {
+                                       UniqueFd out_dir, MigrationWarmup& warmup, std::chrono::steady_clock::time_point entered) const {
   const SandboxSpec& spec = *r.spec;
   std::unique_ptr<net::EgressProxy> proxy;
   launch.on_proxy_socket = [&](UniqueFd listen_fd) {
@@ -172,11 +228,14 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
     proxy->start();
   };
   launch.cgroup_warmup = &warmup;
+  // --output: filled from /work after the run.
+  UniqueFd work_dir;
+  if (out_dir) launch.on_work_dir = [&work_dir](UniqueFd fd) { work_dir = std::move(fd); };
   append("run_start", r.run_id,
          {{"code", code}, {"trust_requested", to_string(r.decision.requested)}, {"trust_used", to_string(spec.trust)},
           {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
           {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
-          {"overridden", r.decision.overridden}},
+          {"overridden", r.decision.overridden}, {"inputs", records_to_json(r.inputs)}},
          /*durable=*/true);
   r.prepare = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered);
   try {
@@ -197,6 +256,7 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
               {"verdict", net::to_string(rec.verdict)}, {"reason", rec.reason},
               {"bytes_up", rec.bytes_up}, {"bytes_down", rec.bytes_down}});
   }
+  if (req.output_dir) collect_job_outputs(req, r, work_dir, out_dir);
   const RunOutcome& o = r.outcome;
   r.status = o.status;
   r.exit_code = o.exit_code;
@@ -213,7 +273,31 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   if (!o.error.empty()) end["error"] = o.error;
   if (!o.degradations.empty()) end["degradations"] = o.degradations;
   if (!net_summary.is_null()) end["network"] = net_summary;
+  if (r.outputs) {
+    end["outputs"] = records_to_json(r.outputs->files);
+    end["outputs_truncated"] = r.outputs->truncated;
+    end["outputs_skipped"] = r.outputs->skipped_count;
+  }
   r.audit_seq = append("run_end", r.run_id, std::move(end));
+}
+
+void Executor::Impl::collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir,
+                                         const UniqueFd& out_dir) const {
+  const Limits& lim = r.spec->limits;
+  if (!work_dir) {
+    r.outputs = OutputManifest{};
+    r.outputs->error = "the sandbox ended before /work was ready; no outputs";
+    return;
+  }
+  // The script and the inputs come back only when the program changed them.
+  std::vector<InputFile> as_given = req.inputs;
+  as_given.push_back({sandbox_script_name(req.name), req.code, 0444});
+  r.outputs = collect_outputs(work_dir.get(), out_dir.get(), as_given, {lim.output_files, lim.output_total_bytes});
+  if (!r.outputs->error.empty()) r.warnings.push_back("--output: " + r.outputs->error);
+  if (r.outputs->truncated)
+    r.warnings.push_back("--output: " + std::to_string(r.outputs->skipped_count) +
+                         " file(s) not copied; output_files_limit " + std::to_string(lim.output_files) +
+                         ", output_bytes_limit " + format_size(lim.output_total_bytes));
 }
 
 RunResult Executor::run(const RunRequest& req) const {
@@ -226,8 +310,11 @@ RunResult Executor::run(const RunRequest& req) const {
   r.run_id = new_run_id();
   r.decision.requested = req.trust.value_or(im.cfg.default_trust);
 
+  json input_code;
   try {
-    r.assessment = assess(req.code);
+    check_inputs(req, im.cfg, sandbox_script_name(req.name));
+    for (const auto& f : req.inputs) r.inputs.push_back(record_of(f));
+    r.assessment = im.assess_job(req, input_code);
   } catch (const Error& e) {
     r.error = e.describe();
     r.exit_code = exit_code::setup_failed;
@@ -237,8 +324,9 @@ RunResult Executor::run(const RunRequest& req) const {
   const Assessment& a = r.assessment;
   const json code = im.store_code(req.code, req.name);
   const json findings = a.to_json()["findings"];
-  im.append("assessment", r.run_id,
-            {{"code", code}, {"level", to_string(a.level)}, {"score", a.score}, {"findings", findings}});
+  json assessed = {{"code", code}, {"level", to_string(a.level)}, {"score", a.score}, {"findings", findings}};
+  if (!input_code.empty()) assessed["input_code"] = input_code;
+  im.append("assessment", r.run_id, std::move(assessed));
 
   r.decision.used = steer_trust(a.level, r.decision.requested, req.override_reason.has_value(), im.security);
   if (r.decision.refused()) {
@@ -260,8 +348,11 @@ RunResult Executor::run(const RunRequest& req) const {
                          to_string(r.decision.requested));
 
   LaunchRequest launch;
+  UniqueFd out_dir;
   try {
     im.prepare_launch(req, r, launch);
+    // Checked (and created) before anything starts.
+    if (req.output_dir) out_dir = open_output_dir(*req.output_dir);
   } catch (const Error& e) {
     // Nothing started: the run ends here, and the log says why.
     r.status = RunStatus::error;
@@ -271,7 +362,7 @@ RunResult Executor::run(const RunRequest& req) const {
                             {{"code", code}, {"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
     return r;
   }
-  im.launch_and_record(req, r, launch, code, warmup, entered);
+  im.launch_and_record(req, r, launch, code, std::move(out_dir), warmup, entered);
   return r;
 }
 
