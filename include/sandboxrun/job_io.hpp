@@ -35,7 +35,7 @@ struct FileRecord {
 // What --output found under /work.
 struct OutputManifest {
   std::vector<FileRecord> files;    // copied into the output directory
-  // Not copied, with why (symlink, FIFO, over a cap, bad name); the first kMaxListed only.
+  // Not copied, with why (symlink, FIFO, bad name; over a cap): the first kMaxListed of each.
   struct Skipped {
     std::string path;
     std::string reason;

@@ -93,10 +93,16 @@ class Collector {
   OutputManifest take() { return std::move(m_); }
 
  private:
+  // Listed up to kMaxListed of each kind, so that a flood of files over a cap cannot hide the
+  // symlinks and FIFOs behind it (nor the other way round).
   void skip(const std::string& rel, std::string reason, bool cap = false) {
     if (cap) m_.truncated = true;
     ++m_.skipped_count;
-    if (m_.skipped.size() < OutputManifest::kMaxListed) m_.skipped.push_back({rel, std::move(reason)});
+    size_t& listed = cap ? listed_over_cap_ : listed_other_;
+    if (listed < OutputManifest::kMaxListed) {
+      ++listed;
+      m_.skipped.push_back({rel, std::move(reason)});
+    }
   }
 
   void copy(int dir, const std::string& name, const std::string& rel, const struct stat& st) {
@@ -147,6 +153,7 @@ class Collector {
   std::map<std::string, const InputFile*> inputs_;
   std::set<std::string> made_;
   uint64_t bytes_ = 0;
+  size_t listed_over_cap_ = 0, listed_other_ = 0;
   OutputManifest m_;
 };
 
