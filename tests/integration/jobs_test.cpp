@@ -145,6 +145,7 @@ for i in range(10000):
       << nlohmann::json(beside);
   EXPECT_FALSE(fs::exists(d.path() + "/x"));
   for (const auto& e : tree(out)) EXPECT_EQ(e.find("symlink"), std::string::npos) << e;
+  for (const char* host_path : {"shadow", "root", "a/b/up"}) EXPECT_FALSE(fs::exists(out + "/" + host_path)) << host_path;
   // The caps hold and are reported.
   const auto& outputs = j.result["outputs"];
   EXPECT_LE(outputs.size(), 1000u);
