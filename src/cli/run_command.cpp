@@ -38,6 +38,9 @@ struct RunOptions {
   std::vector<std::string> inputs;
   bool stdin_stream = false;
   std::optional<std::string> output;
+  std::optional<std::string> caller;
+  std::vector<std::string> labels;
+  std::optional<std::string> run_id;
   bool verbose = false;
 };
 
@@ -147,6 +150,9 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   app.add_option("--input", opt.inputs, "copy a file or directory into /work (SRC[:NAME], repeatable)");
   app.add_flag("-i,--stdin", opt.stdin_stream, "stream this command's stdin to the program");
   app.add_option("--output", opt.output, "copy files created or changed under /work to DIR (new or empty)");
+  app.add_option("--caller", opt.caller, "who the run is for (audited)");
+  app.add_option("--label", opt.labels, "KEY=VALUE recorded with the run (repeatable)");
+  app.add_option("--run-id", opt.run_id, "the run's id (A-Z a-z 0-9 . _ -, at most 64; must be new)");
   app.add_flag("-v,--verbose", opt.verbose, "log what the launcher does");
   if (auto rc = parse_or_exit(app, argv)) return *rc;
   if (opt.verbose) spdlog::set_level(spdlog::level::info);
@@ -168,6 +174,22 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   req.image = opt.image;
   req.args = opt.args;
   req.capture = opt.json;
+  req.caller = opt.caller;
+  req.run_id = opt.run_id;
+  for (const auto& l : opt.labels) {
+    const auto eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      spdlog::error("--label {}: expected KEY=VALUE", l);
+      return exit_code::usage;
+    }
+    req.labels[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  try {
+    validate_run_identity(req);
+  } catch (const Error& e) {
+    spdlog::error("{}", e.describe());
+    return exit_code::usage;
+  }
   req.wipe_begin = wipe_begin;
   req.wipe_end = wipe_end;
 
@@ -202,6 +224,9 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       std::string text = r.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       write_all(1, text.data(), text.size());
     } else {
+      if (r.outcome.stdout_truncated || r.outcome.stderr_truncated)
+        spdlog::warn("the program's output was cut at output_limit ({} per stream)",
+                     format_size(r.spec->limits.output_bytes));
       explain_end(r, opt.file);
     }
     return r.exit_code;

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "image_resolve.hpp"
 #include "result_json.hpp"
 #include "sandboxrun/audit.hpp"
+#include "sandboxrun/audit_verify.hpp"
 #include "sandboxrun/egress_proxy.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/install_paths.hpp"
@@ -113,10 +115,16 @@ struct Executor::Impl {
     return *it->second.program;
   }
 
-  uint64_t append(const std::string& event, const std::string& run_id, json fields, bool durable = false) const {
+  // Every record of a run carries who it is for.
+  uint64_t append(const std::string& event, const RunResult& r, json fields, bool durable = false) const {
+    if (r.caller) fields["caller"] = *r.caller;
+    if (!r.labels.empty()) fields["labels"] = r.labels;
     std::lock_guard lock(audit_mu);
-    return audit->append(event, run_id, std::move(fields), durable);
+    return audit->append(event, r.run_id, std::move(fields), durable);
   }
+  // Whether any record of the log (rotated files included) has this run id. Ids are validated
+  // to a charset that needs no JSON escaping, so a byte search is exact.
+  bool run_id_taken(const std::string& id) const;
   CodeRef store_code(std::string_view code, const std::string& name) const {
     std::lock_guard lock(audit_mu);
     return audit->store_code(code, name);
@@ -171,6 +179,17 @@ const SandboxConfig& Executor::config() const { return impl_->cfg; }
 const std::filesystem::path& Executor::audit_log_path() const { return impl_->audit->path(); }
 
 Assessment Executor::assess(std::string_view source) const { return assess_bytes(source, impl_->security); }
+
+bool Executor::Impl::run_id_taken(const std::string& id) const {
+  const std::string needle = "\"run_id\":\"" + id + "\"";
+  std::lock_guard lock(audit_mu);
+  for (const auto& f : audit_log_files(audit->path())) {
+    std::ifstream in(f);
+    for (std::string line; std::getline(in, line);)
+      if (line.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
 
 Assessment Executor::Impl::assess_job(const RunRequest& req, json& stored) const {
   Assessment a = assess_bytes(req.code, security);
@@ -231,7 +250,7 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   // --output: filled from /work after the run.
   UniqueFd work_dir;
   if (out_dir) launch.on_work_dir = [&work_dir](UniqueFd fd) { work_dir = std::move(fd); };
-  append("run_start", r.run_id,
+  append("run_start", r,
          {{"code", code}, {"trust_requested", to_string(r.decision.requested)}, {"trust_used", to_string(spec.trust)},
           {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
           {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
@@ -251,7 +270,7 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
     const net::ProxyCounters c = proxy->counters();
     net_summary = {{"allowed", c.allowed}, {"denied", c.denied}};
     for (const auto& rec : proxy->records())
-      append("network", r.run_id,
+      append("network", r,
              {{"code", code}, {"host", rec.host}, {"port", rec.port}, {"address", rec.address},
               {"verdict", net::to_string(rec.verdict)}, {"reason", rec.reason},
               {"bytes_up", rec.bytes_up}, {"bytes_down", rec.bytes_down}});
@@ -264,13 +283,15 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   r.error = o.error;
   for (const auto& d : o.degradations) r.warnings.push_back("degraded: " + d);
   if (o.status == RunStatus::oom || o.status == RunStatus::timeout)
-    append("limit", r.run_id, {{"code", code}, {"kind", to_string(o.status)}});
+    append("limit", r, {{"code", code}, {"kind", to_string(o.status)}});
   if (o.usage.pids_max_hits > 0)
-    append("limit", r.run_id, {{"code", code}, {"kind", "pids"}, {"refused_forks", o.usage.pids_max_hits}});
+    append("limit", r, {{"code", code}, {"kind", "pids"}, {"refused_forks", o.usage.pids_max_hits}});
   json end = {{"code", code}, {"status", to_string(o.status)}, {"exit_code", o.exit_code},
               {"duration_ms", o.duration.count()}, {"resources", core::resources_to_json(o.usage)},
               {"cgroup", o.cgroup_backend}};
   if (!o.error.empty()) end["error"] = o.error;
+  if (o.stdout_truncated || o.stderr_truncated)
+    end["output_truncated"] = {{"stdout", o.stdout_truncated}, {"stderr", o.stderr_truncated}};
   if (!o.degradations.empty()) end["degradations"] = o.degradations;
   if (!net_summary.is_null()) end["network"] = net_summary;
   if (r.outputs) {
@@ -278,7 +299,7 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
     end["outputs_truncated"] = r.outputs->truncated;
     end["outputs_skipped"] = r.outputs->skipped_count;
   }
-  r.audit_seq = append("run_end", r.run_id, std::move(end));
+  r.audit_seq = append("run_end", r, std::move(end));
 }
 
 void Executor::Impl::collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir,
@@ -307,8 +328,22 @@ RunResult Executor::run(const RunRequest& req) const {
   MigrationWarmup warmup;
   const auto entered = std::chrono::steady_clock::now();
   RunResult r;
-  r.run_id = new_run_id();
   r.decision.requested = req.trust.value_or(im.cfg.default_trust);
+  // A bad caller, label or run id is the caller's mistake: refused before anything is recorded
+  // (a record under a duplicate run id would merge two runs in the log).
+  try {
+    validate_run_identity(req);
+    if (req.run_id && im.run_id_taken(*req.run_id))
+      throw Error("run id " + *req.run_id + " is already in the audit log " + im.audit->path().string(),
+                  "choose a new --run-id, or leave it out for a random one");
+  } catch (const Error& e) {
+    r.error = e.describe();
+    r.exit_code = exit_code::usage;
+    return r;
+  }
+  r.run_id = req.run_id ? *req.run_id : new_run_id();
+  r.caller = req.caller;
+  r.labels = req.labels;
 
   json input_code;
   try {
@@ -318,7 +353,7 @@ RunResult Executor::run(const RunRequest& req) const {
   } catch (const Error& e) {
     r.error = e.describe();
     r.exit_code = exit_code::setup_failed;
-    r.audit_seq = im.append("run_end", r.run_id, {{"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
+    r.audit_seq = im.append("run_end", r, {{"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
     return r;
   }
   const Assessment& a = r.assessment;
@@ -326,20 +361,20 @@ RunResult Executor::run(const RunRequest& req) const {
   const json findings = a.to_json()["findings"];
   json assessed = {{"code", code}, {"level", to_string(a.level)}, {"score", a.score}, {"findings", findings}};
   if (!input_code.empty()) assessed["input_code"] = input_code;
-  im.append("assessment", r.run_id, std::move(assessed));
+  im.append("assessment", r, std::move(assessed));
 
   r.decision.used = steer_trust(a.level, r.decision.requested, req.override_reason.has_value(), im.security);
   if (r.decision.refused()) {
     r.status = RunStatus::blocked;
     r.exit_code = exit_code::blocked;
-    r.audit_seq = im.append("blocked", r.run_id,
+    r.audit_seq = im.append("blocked", r,
                             {{"code", code}, {"level", to_string(a.level)}, {"score", a.score},
                              {"trust_requested", to_string(r.decision.requested)}});
     return r;
   }
   r.decision.overridden = req.override_reason && !steer_trust(a.level, r.decision.requested, false, im.security);
   if (r.decision.overridden)
-    im.append("override", r.run_id,
+    im.append("override", r,
               {{"code", code}, {"reason", *req.override_reason}, {"uid", ::getuid()}, {"level", to_string(a.level)},
                {"trust_used", to_string(*r.decision.used)}});
   if (*r.decision.used != r.decision.requested)
@@ -358,7 +393,7 @@ RunResult Executor::run(const RunRequest& req) const {
     r.status = RunStatus::error;
     r.exit_code = exit_code::setup_failed;
     r.error = e.describe();
-    r.audit_seq = im.append("run_end", r.run_id,
+    r.audit_seq = im.append("run_end", r,
                             {{"code", code}, {"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
     return r;
   }

@@ -65,6 +65,8 @@ json RunResult::to_json() const {
     j["limits"] = nullptr;
   }
   if (!network.empty()) j["network"] = network;
+  j["caller"] = caller ? json(*caller) : json(nullptr);
+  j["labels"] = labels;
   json in = json::array();
   for (const auto& f : inputs) in.push_back(sandboxrun::to_json(f));
   j["inputs"] = in;

@@ -28,6 +28,7 @@ struct Stream {
   bool* truncated;
   uint64_t limit;
   bool open = true;
+  uint64_t streamed = 0;  // bytes copied to sink so far
 };
 
 // Returns false at EOF or error.
@@ -38,7 +39,16 @@ bool pump(Stream& s) {
   if (n <= 0) return false;
   auto len = static_cast<size_t>(n);
   if (s.sink >= 0) {
-    write_all(s.sink, chunk, len);  // a closed caller stdout must not stop the drain
+    // Past output_limit the stream is cut with one line saying so, and drained to nowhere.
+    const size_t room = s.streamed < s.limit ? static_cast<size_t>(s.limit - s.streamed) : 0;
+    write_all(s.sink, chunk, std::min(len, room));  // a closed caller stdout must not stop the drain
+    s.streamed += std::min(len, room);
+    if (len > room && !*s.truncated) {
+      *s.truncated = true;
+      const std::string notice =
+          "\n[sandboxrun: output cut at output_limit (" + std::to_string(s.limit) + " bytes)]\n";
+      write_all(s.sink, notice.data(), notice.size());
+    }
   } else {
     size_t room = s.buf->size() < s.limit ? static_cast<size_t>(s.limit - s.buf->size()) : 0;
     if (len > room) *s.truncated = true;

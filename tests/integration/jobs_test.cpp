@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <sstream>
 
 #include "harness.hpp"
 #include "sandboxrun/sha256.hpp"
@@ -31,7 +32,7 @@ Job run_job(const TempDir& d, const std::string& script, const std::vector<std::
   std::vector<std::string> args{SANDBOXRUN_BIN, "--json", "--audit-log", d.path() + "/audit.log"};
   args.insert(args.end(), extra.begin(), extra.end());
   args.push_back(d.write("job.py", script));
-  for (size_t i = 1; i < args.size(); ++i) cmd += " \"$" + std::to_string(i) + "\"";
+  for (size_t i = 1; i < args.size(); ++i) cmd += " \"${" + std::to_string(i) + "}\"";
   if (!stdin_file.empty()) cmd += " < " + stdin_file;
   std::vector<std::string> sh{"-c", cmd};
   sh.insert(sh.end(), args.begin(), args.end());
@@ -243,6 +244,56 @@ TEST(Jobs, InputsAreReadWithoutFollowingAnythingAndCapped) {
   EXPECT_EQ(j.result["stdout"], "data\n");
   EXPECT_EQ(read_text(d.path() + "/real.txt"), "data");
   EXPECT_EQ(read_text(d.path() + "/o/in/r.txt"), "changed");
+}
+
+TEST(Jobs, CallerLabelsAndRunIdLandInEveryRecordAndTheResult) {
+  TempDir d;
+  const std::string log = d.path() + "/audit.log";
+  auto j = run_job(d, "print('hi')\n",
+                   {"--caller", "user-7@svc", "--label", "team=ml", "--label", "ticket=42", "--run-id", "job-0001"});
+  ASSERT_EQ(j.exec.exit_code, 0) << j.exec.err;
+  EXPECT_EQ(j.result["run_id"], "job-0001");
+  EXPECT_EQ(j.result["caller"], "user-7@svc");
+  EXPECT_EQ(j.result["labels"], nlohmann::json::parse(R"({"team":"ml","ticket":"42"})"));
+  std::istringstream lines(read_text(log));
+  size_t records = 0;
+  for (std::string line; std::getline(lines, line);) {
+    auto rec = nlohmann::json::parse(line);
+    if (rec.value("run_id", "") != "job-0001") continue;
+    ++records;
+    EXPECT_EQ(rec["caller"], "user-7@svc") << line;
+    EXPECT_EQ(rec["labels"]["team"], "ml") << line;
+  }
+  EXPECT_GE(records, 3u);
+  const std::string before = read_text(log);
+  j = run_job(d, "print('again')\n", {"--run-id", "job-0001"});
+  EXPECT_EQ(j.exec.exit_code, 2) << j.exec.err;
+  EXPECT_NE(j.result.value("error", "").find("already in the audit log"), std::string::npos) << j.exec.out;
+  EXPECT_EQ(read_text(log), before) << "a refused run id must not be recorded";
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--run-id", "../x"}, {"--label", "novalue"}, {"--label", "bad key=1"}, {"--caller", "a\nb"}}) {
+    j = run_job(d, "print(1)\n", bad);
+    EXPECT_EQ(j.exec.exit_code, 2) << bad[0] << " " << bad[1] << ": " << j.exec.err;
+  }
+  run_job(d, "print(2)\n", {"--caller", "someone-else"});
+  auto show = run_binary({"audit", "show", "--json", "--log", log, "--caller", "user-7@svc"});
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("job-0001"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("someone-else"), std::string::npos) << show.out;
+  EXPECT_EQ(std::count(show.out.begin(), show.out.end(), '\n'), 1) << show.out;
+}
+
+TEST(Jobs, StreamedOutputIsCutAtTheLimitWithANotice) {
+  TempDir d;
+  std::string config = write_config(d, "output_limit: 1k\n");
+  auto r = run_binary({"--config", config, "--audit-log", d.path() + "/audit.log",
+                       d.write("job.py", "import sys\nsys.stdout.write('y' * 5000)\nprint('tail')\n")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 1024), std::string(1024, 'y'));
+  EXPECT_NE(r.out.find("[sandboxrun: output cut at output_limit (1024 bytes)]"), std::string::npos) << r.out;
+  EXPECT_LT(r.out.size(), 1200u);
+  EXPECT_EQ(r.out.find("tail"), std::string::npos);
+  EXPECT_NE(r.err.find("cut at output_limit"), std::string::npos) << r.err;
 }
 
 }  // namespace
