@@ -1,7 +1,7 @@
 // Child side: from (namespace) root to an unprivileged user with nothing left to regain.
 // Order matters: the bounding set needs CAP_SETPCAP, so it goes before the uid change; the
 // remaining sets are cleared after it; no_new_privs makes setuid binaries and file caps inert.
-#include <grp.h>
+#include <sys/syscall.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -24,19 +24,22 @@ bool drop_privileges(const ChildPlan& plan) {
     report_error(plan, "clear ambient capabilities", errno, "PR_CAP_AMBIENT");
     return false;
   }
+  // Raw syscalls, not glibc's wrappers: those apply the change to every thread glibc knows of,
+  // and this process was cloned from a launcher whose other threads (the cgroup warm-up) do
+  // not exist here; waiting for one that was exiting at the clone hangs pid 1 for good.
   // In a user namespace set up by an unprivileged caller, setgroups is denied (and there are no
   // supplementary groups to drop); as root, clear them.
   if (!plan.user_namespace) {
-    if (::setgroups(0, nullptr) != 0) {
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0) {
       report_error(plan, "setgroups", errno, "supplementary groups");
       return false;
     }
   }
-  if (::setresgid(plan.gid, plan.gid, plan.gid) != 0) {
+  if (::syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0) {
     report_error(plan, "setresgid", errno, "sandbox gid");
     return false;
   }
-  if (::setresuid(plan.uid, plan.uid, plan.uid) != 0) {
+  if (::syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0) {
     report_error(plan, "setresuid", errno, "sandbox uid");
     return false;
   }
