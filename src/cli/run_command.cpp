@@ -221,6 +221,8 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     if (r.outputs && !opt.json)
       for (const auto& s : r.outputs->skipped) spdlog::warn("--output: {} not copied: {}", s.path, s.reason);
     if (opt.json) {
+      // A setup failure is said on stderr too: the JSON may go to a program, the message to a person.
+      if (r.status == RunStatus::error) spdlog::error("{}", r.error);
       std::string text = r.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       write_all(1, text.data(), text.size());
     } else {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "etc_files.hpp"
+
 namespace sandboxrun::launch {
 
 // Sent by the child over the error pipe when a setup step fails.
@@ -45,6 +47,7 @@ struct ChildPlan {
   std::vector<std::string> work_subdirs;     // directories of the inputs, parents first
   std::vector<WorkFile> work_files;          // the script and the inputs
   bool pass_work_dir = false;                // send an fd of /work over control_write (--output)
+  EtcPlan etc;                               // /etc/hosts, /etc/hostname, /etc/resolv.conf
 
   // Paths after pivot_root.
   std::vector<std::string> proc_readonly;    // /proc/sys, /proc/sysrq-trigger, ...

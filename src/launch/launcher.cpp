@@ -125,7 +125,9 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.dev_tmpfs_opts = "size=64k,nr_inodes=64,mode=0755";
   p.tmp_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
   p.shm_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
-  p.run_opts = "size=" + std::to_string(req.script.size() + (1 << 20)) + ",mode=0755";
+  p.root_remount_flags = root_flags(p.rootfs);
+  launch::plan_etc_files(spec, p.rootfs, p.root_remount_flags, p.etc);
+  p.run_opts = "size=" + std::to_string(req.script.size() + p.etc.bytes() + (1 << 20)) + ",mode=0755";
   add_work_files(req, p, name);
   p.proc_readonly = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
   p.proc_masked_files = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
@@ -137,7 +139,6 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.gid = spec.gid;
   p.user_namespace = user_namespace;
   p.proxy_socket = spec.network.mode == NetworkMode::allowlist;
-  p.root_remount_flags = root_flags(p.rootfs);
   p.seccomp = req.seccomp->fprog();
 
   p.argv_storage = {spec.python, "-B", "/work/" + name};
@@ -158,7 +159,7 @@ void validate_rootfs(const std::string& rootfs, const std::string& python) {
   if (rootfs.empty() || ::stat(rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw Error("image rootfs " + (rootfs.empty() ? std::string("(none configured)") : rootfs) +
                     " is not a directory",
-                "build the default image with scripts/build-image.sh, or set `image:` in sandbox.yaml", errno);
+                "build the default image with `sandboxrun image build-default`, or set `image:` in sandbox.yaml", errno);
   // /work is a mount point too; images rarely have one, so it is added once (an empty directory,
   // like the image's own /tmp), the first time the image runs.
   const std::string work = rootfs + "/work";
@@ -199,7 +200,11 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   if (!caps.caps) throw_errno("cap_init");
   plan.empty_caps = caps.caps;
 
-  Pipe sync = make_pipe();
+  // The release channel is a socket, not a pipe: if pid 1 dies before it reads a release, the
+  // launcher's send fails with EPIPE instead of raising SIGPIPE in the caller (a service).
+  int sync_pair[2] = {-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync_pair) != 0) throw_errno("socketpair for the release channel");
+  Pipe sync{UniqueFd(sync_pair[0]), UniqueFd(sync_pair[1])};
   Pipe error = make_pipe();
   Pipe status = make_pipe();
   Pipe out_pipe = make_pipe();
@@ -246,9 +251,15 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   if (user_namespace) launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
   if (cgroup && !child.clone_into_cgroup) cgroup->add_process(child.pid);
   if (req.cgroup_warmup) req.cgroup_warmup->stop();
-  char go = 'G';
-  // The write end stays open while we live: pid 1 checks it to know the launcher is alive.
-  if (!write_all(sync.write.get(), &go, 1)) throw_errno("release the sandbox");
+  // Two releases: 'G' lets pid 1 set itself up, 'E' lets it start the payload. Between them the
+  // caller's before_exec runs, overlapping the sandbox's setup. The write end stays open while we
+  // live: pid 1 reads EOF if the launcher dies before either.
+  // A failed send means pid 1 is already gone: the monitor reports why (its error pipe).
+  const char go = 'G', exec = 'E';
+  if (::send(sync.write.get(), &go, 1, MSG_NOSIGNAL) == 1) {
+    if (req.before_exec) req.before_exec();
+    ::send(sync.write.get(), &exec, 1, MSG_NOSIGNAL);
+  }
 
   launch::MonitorFds fds;
   fds.pidfd = std::move(child.pidfd);

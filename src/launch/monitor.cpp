@@ -13,6 +13,8 @@
 #include <cstring>
 
 #include "fd_passing.hpp"
+#include "sandboxrun/error.hpp"
+#include "sandboxrun/fd.hpp"
 
 namespace sandboxrun::launch {
 
@@ -130,6 +132,30 @@ struct StdinPump {
     if (done == pending.size() && !src_open) finish();
   }
 };
+
+}  // namespace
+
+namespace {
+
+// Where pid 1 is blocked: the kernel's wait channel, syscall and stack, and its children.
+std::string describe_stuck_setup(pid_t pid1) {
+  std::string what = "the sandbox was still being set up when the timeout expired";
+  auto first_line = [](const std::string& path) {
+    std::string text;
+    try {
+      text = read_file(path);
+    } catch (const Error&) {
+      return std::string("?");
+    }
+    for (char& c : text)
+      if (c == '\n') c = ' ';
+    return text.substr(0, 300);
+  };
+  const std::string base = "/proc/" + std::to_string(pid1);
+  what += "; pid 1: wchan " + first_line(base + "/wchan") + ", syscall " + first_line(base + "/syscall") +
+          ", stack " + first_line(base + "/stack") + ", children " + first_line(base + "/task/" + std::to_string(pid1) + "/children");
+  return what;
+}
 
 }  // namespace
 
@@ -264,6 +290,8 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     now = Clock::now();
     if (!pid1_exited && now >= deadline) {
       timed_out = true;
+      // Still setting up when time ran out: say where, so a hang in setup can be diagnosed.
+      if (exec_seen == Clock::time_point{} && fds.error_read) setup_error = describe_stuck_setup(pid1);
       sample();
       kill_sandbox();
     }
@@ -306,13 +334,14 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
       out.timings.run = std::chrono::duration_cast<microseconds>(exit_seen - exec_seen);
   }
 
-  if (!setup_error.empty() && !status_known) {
+  if (!setup_error.empty() && !status_known && !timed_out) {
     out.status = RunStatus::error;
     out.exit_code = killed_by_signal ? 128 + killed_by_signal : exit_code::setup_failed;
     out.error = setup_error;
   } else if (timed_out) {
     out.status = RunStatus::timeout;
     out.exit_code = 124;
+    out.error = setup_error;
   } else if (status_known && WIFEXITED(wait_status)) {
     out.status = RunStatus::exited;
     out.exit_code = WEXITSTATUS(wait_status);

@@ -3,6 +3,7 @@
 //   2. bind the image rootfs onto itself (non-recursive: no host submounts come along)
 //   3. fresh /proc (pid namespace), minimal /dev, tmpfs /tmp, /run with the script copied in,
 //      tmpfs /work with the script and the inputs (work_dir.cpp)
+//      /etc/hosts, /etc/hostname and /etc/resolv.conf of this run bound read-only (etc_files.cpp)
 //   4. remount the root read-only, nosuid, nodev
 //   5. pivot_root and detach the old root
 //   6. mask and write-protect the dangerous parts of /proc
@@ -83,6 +84,7 @@ bool setup_run(const ChildPlan& plan) {
     errno = saved;
     return fail(plan, "write script", plan.script_path);
   }
+  if (!write_etc_files(plan)) return false;
   if (::mount(nullptr, plan.run_dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               plan.run_opts.c_str()) != 0)
     return fail(plan, "remount /run read-only", plan.run_dir);
@@ -126,6 +128,7 @@ bool setup_mounts(const ChildPlan& plan) {
   if (!mount_tmpfs(plan, plan.tmp_dir, MS_NOSUID | MS_NODEV, plan.tmp_opts)) return false;
   if (!setup_run(plan)) return false;
   if (!setup_work(plan)) return false;
+  if (!mount_etc_files(plan)) return false;
   if (::mount(nullptr, plan.rootfs.c_str(), nullptr, MS_BIND | MS_REMOUNT | plan.root_remount_flags, nullptr) != 0)
     return fail(plan, "remount rootfs read-only", plan.rootfs);
 

@@ -1,10 +1,10 @@
 // Child side: from (namespace) root to an unprivileged user with nothing left to regain.
 // Order matters: the bounding set needs CAP_SETPCAP, so it goes before the uid change; the
 // remaining sets are cleared after it; no_new_privs makes setuid binaries and file caps inert.
-#include <sys/syscall.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,9 +24,6 @@ bool drop_privileges(const ChildPlan& plan) {
     report_error(plan, "clear ambient capabilities", errno, "PR_CAP_AMBIENT");
     return false;
   }
-  // Raw syscalls, not glibc's wrappers: those apply the change to every thread glibc knows of,
-  // and this process was cloned from a launcher whose other threads (the cgroup warm-up) do
-  // not exist here; waiting for one that was exiting at the clone hangs pid 1 for good.
   // In a user namespace set up by an unprivileged caller, setgroups is denied (and there are no
   // supplementary groups to drop); as root, clear them.
   if (!plan.user_namespace) {
@@ -35,6 +32,9 @@ bool drop_privileges(const ChildPlan& plan) {
       return false;
     }
   }
+  // Raw syscalls, not glibc's wrappers: those broadcast the change to every thread glibc knows of
+  // and wait for threads still being created. This process is a clone of a possibly
+  // multi-threaded launcher whose threads do not exist here, so the wrappers can wait forever.
   if (::syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0) {
     report_error(plan, "setresgid", errno, "sandbox gid");
     return false;

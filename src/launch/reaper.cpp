@@ -3,7 +3,6 @@
 // launcher and exits, which makes the kernel kill everything left in the pid namespace.
 // It is non-dumpable, so the payload cannot open /proc/1/exe (runc CVE-2019-5736), /proc/1/mem
 // or /proc/1/environ; the launcher's argv and environment strings are wiped as well.
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -102,11 +101,14 @@ void child_main(const ChildPlan& plan) {
   if (plan.wipe_begin && plan.wipe_end > plan.wipe_begin)
     std::memset(plan.wipe_begin, 0, static_cast<size_t>(plan.wipe_end - plan.wipe_begin));
   if (!drop_privileges(plan)) ::_exit(125);
-  // A credential change clears the parent-death signal: set it again, then make sure the
-  // launcher did not die in between (it holds the sync pipe's write end open while it lives).
+  // A credential change clears the parent-death signal: set it again. Then wait for the second
+  // release: the launcher sends it once the run may start (its run_start record is durable). EOF
+  // means the launcher died, in between too (it holds the write end open while it lives).
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  pollfd alive{plan.sync_read, POLLIN, 0};
-  if (::poll(&alive, 1, 0) != 0) ::_exit(125);
+  char exec = 0;
+  ssize_t got;
+  while ((got = ::read(plan.sync_read, &exec, 1)) < 0 && errno == EINTR) {}
+  if (got != 1 || exec != 'E') ::_exit(125);
 
   // The raw syscall, not glibc's fork(): this process was cloned from a possibly multi-threaded
   // launcher, and fork() runs atfork handlers that take glibc locks (malloc's among them) that

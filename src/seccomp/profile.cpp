@@ -17,6 +17,7 @@
 // Deviation: only the native ABI is compiled in (see seccomp.hpp).
 #include <fcntl.h>
 #include <seccomp.h>
+#include <string.h>  // strerrorname_np
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -111,8 +112,8 @@ class ProfileCompiler {
     }
     if (!doc.is_object()) fail("top level", "must be a JSON object");
     check_keys(doc, "top level",
-               {"defaultAction", "defaultErrnoRet", "architectures", "archMap", "syscalls", "flags",
-                "listenerPath", "listenerMetadata", "comment"});
+               {"defaultAction", "defaultErrnoRet", "defaultErrno", "architectures", "archMap", "syscalls",
+                "flags", "listenerPath", "listenerMetadata", "comment"});
 
     if (doc.contains("listenerPath") || doc.contains("listenerMetadata"))
       fail("listenerPath", "seccomp user notification is not supported",
@@ -125,7 +126,7 @@ class ProfileCompiler {
     check_architectures(doc);
 
     if (!doc.contains("defaultAction")) fail("top level", "\"defaultAction\" is missing");
-    default_action_ = parse_action(doc["defaultAction"], optional_errno(doc, "defaultErrnoRet", "top level"),
+    default_action_ = parse_action(doc["defaultAction"], optional_errno(doc, "defaultErrnoRet", "defaultErrno", "top level"),
                                    "defaultAction");
 
     Filter filter(seccomp_init(default_action_));
@@ -168,8 +169,19 @@ class ProfileCompiler {
     return v.get<uint64_t>();
   }
 
-  std::optional<uint32_t> optional_errno(const json& obj, const char* key, const std::string& where) const {
-    if (!obj.contains(key) || obj[key].is_null()) return std::nullopt;
+  // The errno number (Docker: errnoRet / defaultErrnoRet), else its name (podman's profiles also
+  // carry errno / defaultErrno, "ENOSYS"); the number wins when both are there, as in podman.
+  std::optional<uint32_t> optional_errno(const json& obj, const char* key, const char* name_key,
+                                         const std::string& where) const {
+    std::optional<uint32_t> by_name;
+    if (obj.contains(name_key) && !obj[name_key].is_null()) {
+      const json& n = obj[name_key];
+      if (!n.is_string()) fail(where + "." + name_key, "must be an errno name such as \"EPERM\", got " + n.dump());
+      for (uint32_t e = 1; e <= kMaxErrno && !by_name; ++e)
+        if (const char* name = ::strerrorname_np(static_cast<int>(e)); name && n.get<std::string>() == name) by_name = e;
+      if (!by_name) fail(where + "." + name_key, "\"" + n.get<std::string>() + "\" is not an errno name");
+    }
+    if (!obj.contains(key) || obj[key].is_null()) return by_name;
     uint64_t e = get_u64(obj[key], where + "." + key);
     if (e > kMaxErrno) fail(where + "." + key, std::to_string(e) + " is not an errno (0.." + std::to_string(kMaxErrno) + ")");
     return static_cast<uint32_t>(e);
@@ -300,7 +312,7 @@ class ProfileCompiler {
   void add_entry(scmp_filter_ctx filter, const json& entry, size_t index) {
     const std::string where = "syscalls[" + std::to_string(index) + "]";
     if (!entry.is_object()) fail(where, "must be an object");
-    check_keys(entry, where, {"names", "name", "action", "errnoRet", "args", "comment", "includes", "excludes"});
+    check_keys(entry, where, {"names", "name", "action", "errnoRet", "errno", "args", "comment", "includes", "excludes"});
 
     std::vector<std::string> names;
     const bool has_names = entry.contains("names") && !entry["names"].is_null();
@@ -321,7 +333,7 @@ class ProfileCompiler {
     if (names.empty()) fail(where, "no syscall \"names\"", "each entry lists the syscalls it applies to");
 
     if (!entry.contains("action")) fail(where, "\"action\" is missing");
-    const uint32_t action = parse_action(entry["action"], optional_errno(entry, "errnoRet", where), where + ".action");
+    const uint32_t action = parse_action(entry["action"], optional_errno(entry, "errnoRet", "errno", where), where + ".action");
     const std::vector<scmp_arg_cmp> conds = parse_args(entry, where);
 
     // Conditions are validated above even for entries that do not apply here, so a broken

@@ -20,7 +20,7 @@ TEST(Cli, DoctorSaysWhatIsMissingAndTheFix) {
   auto r = run_binary({"doctor", "--config", config});
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("MISSING  default image"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("fix: run scripts/build-image.sh"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fix: run `sandboxrun image build-default`"), std::string::npos) << r.out;
 }
 
 TEST(Cli, MissingImageIsASetupErrorWithTheFix) {
@@ -29,7 +29,7 @@ TEST(Cli, MissingImageIsASetupErrorWithTheFix) {
   auto r = run_binary({"--config", config, "--audit-log", d.path() + "/audit.log", d.write("x.py", "print(1)\n")});
   EXPECT_EQ(r.exit_code, 125);
   EXPECT_NE(r.err.find("/nonexistent/rootfs"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("build-image.sh"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sandboxrun image build-default"), std::string::npos) << r.err;
 }
 
 TEST(Cli, BadConfigIsASetupErrorNamingFileAndKey) {

@@ -10,6 +10,7 @@
 
 #include "harness.hpp"
 #include "sandboxrun/executor.hpp"
+#include "sandboxrun/seccomp.hpp"
 
 using sandboxrun::testing::TempDir;
 using sandboxrun::testing::write_config;
@@ -28,6 +29,23 @@ size_t cgroups_named(const std::string& run_id) {
       if (e.path().filename().string().find(run_id) != std::string::npos) ++n;
   }
   return n;
+}
+
+// The most processes any of the run's cgroups holds (its hierarchies all hold the same ones).
+size_t processes_in_cgroups_named(const std::string& run_id) {
+  size_t most = 0;
+  for (const char* root : {"/sys/fs/cgroup/memory/sandboxrun", "/sys/fs/cgroup/pids/sandboxrun",
+                           "/sys/fs/cgroup/sandboxrun"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
+      if (e.path().filename().string().find(run_id) == std::string::npos) continue;
+      std::ifstream in(e.path() / "cgroup.procs");
+      size_t n = 0;
+      for (std::string line; std::getline(in, line);) ++n;
+      most = std::max(most, n);
+    }
+  }
+  return most;
 }
 
 // Processes whose parent is this one (any of its threads): a run's processes must all be gone.
@@ -144,6 +162,60 @@ TEST(Executor, EightThreadsTimesTwentyFiveRuns) {
   EXPECT_EQ(run_ends, static_cast<size_t>(kThreads * kRuns));
   auto v = sandboxrun::testing::run_binary({"audit", "verify", "--log", d.path() + "/audit.log"});
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
+}  // namespace
+}  // namespace sandboxrun
+
+namespace sandboxrun {
+namespace {
+
+// The launcher's hold on the payload: pid 1 may set itself up while before_exec runs (the
+// Executor makes run_start durable there), but the payload starts only after it returned, and
+// never if it threw. CLOCK_MONOTONIC is the same inside the sandbox (no time namespace).
+struct HeldLaunch : ::testing::Test {
+  void SetUp() override {
+    program = compile_seccomp_profile(sandboxrun::testing::source_dir() + "/policies/default.json", {});
+    req.spec.rootfs = sandboxrun::testing::source_dir() + "/rootfs/default";
+    req.spec.limits.timeout_s = 20;
+    req.spec.env = {{"PATH", "/usr/bin:/bin"}};
+    req.seccomp = &program;
+    req.run_id = new_run_id();
+    req.script_name = "clock.py";
+    req.script = "import time\nprint(time.monotonic_ns())\n";
+    req.capture = true;
+  }
+  SeccompProgram program;
+  LaunchRequest req;
+};
+
+TEST_F(HeldLaunch, ThePayloadStartsOnlyAfterBeforeExecReturned) {
+  std::chrono::steady_clock::time_point released{};
+  req.before_exec = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a slow disk's fdatasync
+    released = std::chrono::steady_clock::now();
+  };
+  RunOutcome o = run_sandbox(req);
+  ASSERT_EQ(o.status, RunStatus::exited) << o.error << o.stderr_data;
+  const long long payload_ns = std::stoll(o.stdout_data);
+  const long long released_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(released.time_since_epoch()).count();
+  EXPECT_GE(payload_ns, released_ns) << "the payload ran before the hold was released";
+}
+
+TEST_F(HeldLaunch, APayloadNeverStartsWhenBeforeExecFails) {
+  req.script = "import time\ntime.sleep(5)\n";
+  size_t procs_seen = 0;
+  req.before_exec = [&] {
+    // Give a payload that was not held back time to exist, then count the sandbox's processes.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    procs_seen = processes_in_cgroups_named(req.run_id);
+    throw Error("cannot sync audit log", "disk full");
+  };
+  EXPECT_THROW(run_sandbox(req), Error);
+  EXPECT_EQ(procs_seen, 1u) << "only pid 1 may exist while the payload is held";
+  EXPECT_EQ(cgroups_named(req.run_id), 0u);
+  EXPECT_EQ(children_of_this_process(), 0u);
 }
 
 }  // namespace

@@ -30,14 +30,30 @@ std::string install_into(const TempDir& dir) {
   return prefix;
 }
 
-// Hides the source tree's config/ and policies/ behind empty tmpfs mounts in a mount namespace
-// private to this test process: whatever the installed copy needs must come from the prefix.
-void hide_source_data() {
-  ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << std::strerror(errno);
-  ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0) << std::strerror(errno);
-  for (const char* sub : {"/config", "/policies", "/scripts"})
-    ASSERT_EQ(::mount("tmpfs", (source_dir() + sub).c_str(), "tmpfs", MS_RDONLY, "size=4k"), 0) << sub;
-}
+// Hides the source tree's config/, policies/ and scripts/ behind empty tmpfs mounts in a mount
+// namespace private to this test process, for the lifetime of the object: whatever the installed
+// copy needs must come from the prefix.
+class HiddenSourceData {
+ public:
+  HiddenSourceData() {
+    static const bool private_ns = ::unshare(CLONE_NEWNS) == 0 &&
+                                   ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
+    EXPECT_TRUE(private_ns) << std::strerror(errno);
+    for (const char* sub : {"/config", "/policies", "/scripts"}) {
+      const std::string dir = source_dir() + sub;
+      if (private_ns && ::mount("tmpfs", dir.c_str(), "tmpfs", MS_RDONLY, "size=4k") == 0) hidden_.push_back(dir);
+      else ADD_FAILURE() << "cannot hide " << dir << ": " << std::strerror(errno);
+    }
+  }
+  ~HiddenSourceData() {
+    for (const auto& dir : hidden_) ::umount2(dir.c_str(), MNT_DETACH);
+  }
+  HiddenSourceData(const HiddenSourceData&) = delete;
+  HiddenSourceData& operator=(const HiddenSourceData&) = delete;
+
+ private:
+  std::vector<std::string> hidden_;
+};
 
 TEST(Install, TheInstalledCopyWorksFromAnotherPrefixWithTheCheckoutOutOfReach) {
   TempDir d;
@@ -57,7 +73,7 @@ TEST(Install, TheInstalledCopyWorksFromAnotherPrefixWithTheCheckoutOutOfReach) {
     fs::copy_file(prefix + "/etc/sandboxrun/" + f, conf + "/" + f);
   const std::string hello = d.write("hello.py", read_text(source_dir() + "/examples/hello.py"));
   const std::string bin = prefix + "/bin/sandboxrun";
-  hide_source_data();
+  HiddenSourceData hidden;
   // Images: the checkout's store, named explicitly (the installed store is empty).
   const std::vector<std::string> env{"SANDBOXRUN_IMAGE_STORE=" + source_dir()};
   const std::string log = d.path() + "/audit.log";

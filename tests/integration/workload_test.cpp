@@ -115,12 +115,12 @@ TEST(Workload, DockersDefaultSeccompProfileWorksUnchanged) {
                       "t = threading.Thread(target=print, args=('thread',)); t.start(); t.join()\n"
                       "print(subprocess.run(['echo', 'sub'], capture_output=True, text=True).stdout.strip())\n"
                       "libc = ctypes.CDLL(None, use_errno=True)\n"
-                      "print('unshare', libc.unshare(0x10000000), errno.errorcode[ctypes.get_errno()])\n"
+                      "print('kexec_load', libc.syscall(246, 0, 0, None, 0), errno.errorcode[ctypes.get_errno()])\n"
                       "ctx = ctypes.c_ulong(0)\n"
                       "print('io_setup', libc.syscall(206, 1, ctypes.byref(ctx)))\n",
-                      {"--config", config, "--audit-log", d.path() + "/audit.log", "--override", "probes unshare"});
+                      {"--config", config, "--audit-log", d.path() + "/audit.log", "--override", "probes kexec_load"});
   EXPECT_EQ(r.result.value("status", ""), "exited") << r.exec.err << r.result.value("stderr", "");
   // io_setup: Docker's profile allows it, our untrusted profile does not, so this shows which
   // profile is in force.
-  EXPECT_EQ(r.stdout_text(), "thread\nsub\nunshare -1 EPERM\nio_setup 0\n") << r.result.value("stderr", "");
+  EXPECT_EQ(r.stdout_text(), "thread\nsub\nkexec_load -1 EPERM\nio_setup 0\n") << r.result.value("stderr", "");
 }
