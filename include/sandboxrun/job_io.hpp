@@ -45,6 +45,9 @@ struct OutputManifest {
   bool truncated = false;           // a cap stopped a regular file from being copied
   std::string error;                // the copy itself failed (the output directory ...)
   static constexpr size_t kMaxListed = 100;
+  // The manifest's paths together: the run_end record carrying it must stay well below the
+  // audit log's 1 MiB record limit, whatever names the program chose.
+  static constexpr size_t kMaxPathBytes = 256 << 10;
 };
 
 struct InputLimits {

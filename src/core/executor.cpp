@@ -61,8 +61,13 @@ bool is_python(const std::string& path) {
 // A library caller may build RunRequest::inputs by hand: the same rules as load_input().
 void check_inputs(const RunRequest& req, const SandboxConfig& cfg, const std::string& script_name) {
   uint64_t total = 0;
+  size_t path_bytes = 0;
   std::set<std::string> seen{script_name};
   for (const auto& f : req.inputs) {
+    // The inputs manifest goes into run_start: it must fit an audit record.
+    if ((path_bytes += f.path.size()) > OutputManifest::kMaxPathBytes)
+      throw Error("the input paths together exceed " + std::to_string(OutputManifest::kMaxPathBytes) + " bytes",
+                  "pass fewer files or shorter names");
     if (!plain_relative_path(f.path))
       throw Error("input '" + f.path + "' is not a plain relative path inside /work", "name it like data/a.csv");
     if (!seen.insert(f.path).second)

@@ -109,6 +109,8 @@ class Collector {
     const auto size = static_cast<uint64_t>(st.st_size);
     auto in = inputs_.find(rel);
     const bool maybe_unchanged = in != inputs_.end() && in->second->data.size() == size;
+    if (path_bytes_ + rel.size() > OutputManifest::kMaxPathBytes)
+      return skip(rel, "over the manifest's " + std::to_string(OutputManifest::kMaxPathBytes) + " bytes of paths", true);
     if (!maybe_unchanged) {
       if (m_.files.size() >= limits_.files)
         return skip(rel, "over output_files_limit (" + std::to_string(limits_.files) + " files)", true);
@@ -128,6 +130,7 @@ class Collector {
     if (!dst) throw_errno("cannot create output file " + rel, "check that the output directory is writable");
     if (!write_all(dst.get(), data.data(), data.size())) throw_errno("cannot write output file " + rel);
     bytes_ += data.size();
+    path_bytes_ += rel.size();
     m_.files.push_back({rel, data.size(), sha256_hex(data), mode});
   }
 
@@ -153,6 +156,7 @@ class Collector {
   std::map<std::string, const InputFile*> inputs_;
   std::set<std::string> made_;
   uint64_t bytes_ = 0;
+  size_t path_bytes_ = 0;
   size_t listed_over_cap_ = 0, listed_other_ = 0;
   OutputManifest m_;
 };

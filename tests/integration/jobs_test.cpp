@@ -169,6 +169,28 @@ for i in range(10000):
   EXPECT_EQ(read_text(out + "/keep.txt"), "kept");
 }
 
+TEST(Jobs, LongOutputNamesCannotMakeTheRunUnauditable) {
+  TempDir d;
+  std::string out = d.path() + "/out";
+  // 400 files whose paths are ~1000 bytes: 400 KB of names, more than a manifest may carry.
+  auto j = run_job(d, R"(
+import os
+deep = '/'.join(['d' * 240] * 4)
+os.makedirs(deep)
+for i in range(400):
+    open(os.path.join(deep, 'f%03d' % i), 'w').write('.')
+)",
+                   {"--output", out});
+  ASSERT_EQ(j.exec.exit_code, 0) << j.exec.err;
+  EXPECT_EQ(j.result["outputs_truncated"], true);
+  EXPECT_LT(j.result["outputs"].size(), 400u);
+  EXPECT_GT(j.result["outputs"].size(), 100u);
+  EXPECT_NE(j.result["outputs_skipped"].dump().find("bytes of paths"), std::string::npos);
+  auto verify = run_binary({"audit", "verify", "--log", d.path() + "/audit.log"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_NE(read_text(d.path() + "/audit.log").find("\"event\":\"run_end\""), std::string::npos);
+}
+
 TEST(Jobs, OutputDirectoryMustBeNewOrEmpty) {
   TempDir d;
   std::string out = d.path() + "/out";
