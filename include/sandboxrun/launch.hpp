@@ -12,6 +12,7 @@
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
+#include "sandboxrun/job_io.hpp"
 #include "sandboxrun/seccomp.hpp"
 #include "sandboxrun/spec.hpp"
 
@@ -20,7 +21,7 @@ namespace sandboxrun {
 struct LaunchRequest {
   SandboxSpec spec;
   std::string run_id;
-  std::string script_name;     // file name shown inside the sandbox (/run/sandbox/NAME)
+  std::string script_name;     // file name shown inside the sandbox (/work/NAME)
   std::string script;          // the exact bytes that were assessed; copied in, never re-read
   std::vector<std::string> args;
   const SeccompProgram* seccomp = nullptr;  // compiled from spec.seccomp_profile; required
@@ -32,6 +33,14 @@ struct LaunchRequest {
   // Called once the sandbox network is ready when spec.network.mode == allowlist: receives the
   // listening socket inside the sandbox (127.0.0.1:3128), to serve from the host side.
   std::function<void(UniqueFd listen_fd)> on_proxy_socket;
+  // Files written into /work (the cwd, a tmpfs of spec.limits.work_bytes) beside the script;
+  // the caller keeps them alive until run_sandbox returns. May be null.
+  const std::vector<InputFile>* inputs = nullptr;
+  // When set, called with an O_PATH fd of the run's /work once it is ready: the fd keeps that
+  // tmpfs readable after the sandbox is gone (for --output).
+  std::function<void(UniqueFd work_dir)> on_work_dir;
+  // Streamed to the program's stdin until EOF; -1: the program's stdin is /dev/null.
+  int stdin_fd = -1;
   // argv/environ strings of the launcher, wiped in the sandbox's pid 1 so that /proc/1/cmdline
   // shows nothing of the caller.
   char* wipe_begin = nullptr;
@@ -75,11 +84,15 @@ struct RunOutcome {
   LaunchTimings timings;
 };
 
+// The script's file name inside /work: `name` with anything but [A-Za-z0-9._-] replaced.
+std::string sandbox_script_name(const std::string& name);
+
 // Runs the request to completion. Never throws for failures inside the sandbox (they are in the
 // outcome); throws Error when the sandbox cannot be set up on the host side (exit 125).
 RunOutcome run_sandbox(const LaunchRequest& req);
 
-// Checks that a rootfs can host a run (mount points, interpreter); throws Error with the fix.
+// Checks that a rootfs can host a run (mount points, interpreter), adding the empty /work mount
+// point when the image has none; throws Error with the fix.
 void validate_rootfs(const std::string& rootfs, const std::string& python);
 
 }  // namespace sandboxrun

@@ -29,7 +29,10 @@ struct Limits {
   uint64_t pids = 64;                // pids_limit
   double timeout_s = 30;             // wall clock
   uint64_t tmp_bytes = 64 << 20;     // tmpfs /tmp size
-  uint64_t output_bytes = 1 << 20;   // captured bytes per stream with --json
+  uint64_t output_bytes = 1 << 20;   // output kept per stream (captured, or streamed)
+  uint64_t work_bytes = 64 << 20;    // tmpfs /work size (work_size; default: tmp_size)
+  uint64_t output_files = 1000;      // --output: files copied back (output_files_limit)
+  uint64_t output_total_bytes = 64 << 20;  // --output: bytes copied back (output_bytes_limit)
 };
 
 // One adjustment the launcher made to a requested limit (host clamp, CLI tighten).
@@ -71,7 +74,7 @@ struct SandboxSpec {
   NetworkSettings network;
   std::map<std::string, std::string> env;  // the complete environment of the payload
   std::string python = "/usr/bin/python3";
-  std::string workdir = "/tmp";
+  std::string workdir = "/work";   // a tmpfs holding the script and the inputs
 
   bool monitoring = true;
   std::chrono::milliseconds monitor_interval{100};

@@ -80,6 +80,9 @@ bool read_level_key(const StrictYaml& r, const std::string& key, const std::stri
   else if (key == "timeout") out.timeout = r.number(v, path, 0.1, 86400 * 7);
   else if (key == "tmp_size") out.tmp_size = r.size(v, path, 1ull << 20);
   else if (key == "output_limit") out.output_limit = r.size(v, path, 1024);
+  else if (key == "work_size") out.work_size = r.size(v, path, 1ull << 20);
+  else if (key == "output_files_limit") out.output_files_limit = r.integer(v, path, 1, 1u << 20);
+  else if (key == "output_bytes_limit") out.output_bytes_limit = r.size(v, path, 0);
   else if (key == "security_opt") {
     for (const auto& opt : r.strings(v, path)) {
       if (opt == "no-new-privileges" || opt == "no-new-privileges:true") continue;
@@ -156,6 +159,10 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
       if (s.empty()) r.fail(v, key, "an image name (default), a rootfs directory or an OCI layout path[:tag]");
       // A bare name is looked up in the image store at run time; a path is relative to this file.
       cfg.image = s.find('/') == std::string::npos ? s : r.resolve(s).string();
+    } else if (key == "input_limit") {
+      cfg.input_limit = r.size(v, key, 0);
+    } else if (key == "input_files_limit") {
+      cfg.input_files_limit = r.integer(v, key, 1, 1u << 20);
     } else if (key == "host_memory_share") {
       cfg.host_memory_share = r.number(v, key, 0.01, 1.0);
     } else if (key == "cgroup") {
@@ -181,7 +188,7 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
           std::string path = key + "." + name + "." + sk;
           if (!read_level_key(r, sk, path, s.second, ls))
             r.fail(s.first, path, "a per-level setting (cpu_count, mem_limit, pids_limit, timeout, tmp_size, "
-                                  "output_limit, security_opt, cap_drop, read_only, user, network_mode, "
+                                  "output_limit, work_size, output_files_limit, output_bytes_limit, security_opt, cap_drop, read_only, user, network_mode, "
                                   "network_allowlist, extra_hosts, allow_networks, environment)",
                    "an unknown key");
         }

@@ -19,6 +19,9 @@ json limits_to_json(const SandboxSpec& spec) {
           {"timeout_s", l.timeout_s},
           {"tmp_size_bytes", l.tmp_bytes},
           {"output_limit_bytes", l.output_bytes},
+          {"work_size_bytes", l.work_bytes},
+          {"output_files_limit", l.output_files},
+          {"output_bytes_limit", l.output_total_bytes},
           {"network_mode", to_string(spec.network.mode)},
           {"adjustments", adj}};
 }
@@ -62,6 +65,21 @@ json RunResult::to_json() const {
     j["limits"] = nullptr;
   }
   if (!network.empty()) j["network"] = network;
+  j["caller"] = caller ? json(*caller) : json(nullptr);
+  j["labels"] = labels;
+  json in = json::array();
+  for (const auto& f : inputs) in.push_back(sandboxrun::to_json(f));
+  j["inputs"] = in;
+  if (outputs) {
+    json files = json::array(), skipped = json::array();
+    for (const auto& f : outputs->files) files.push_back(sandboxrun::to_json(f));
+    for (const auto& s : outputs->skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+    j["outputs"] = files;
+    j["outputs_truncated"] = outputs->truncated;
+    j["outputs_skipped"] = skipped;
+    j["outputs_skipped_count"] = outputs->skipped_count;
+    if (!outputs->error.empty()) j["outputs_error"] = outputs->error;
+  }
   auto ms = [](std::chrono::microseconds us) { return static_cast<double>(us.count()) / 1000.0; };
   j["timings_ms"] = {{"prepare", ms(prepare)},          {"cgroup", ms(o.timings.cgroup)},
                      {"spawn", ms(o.timings.spawn)},    {"run", ms(o.timings.run)},

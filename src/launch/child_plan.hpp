@@ -21,6 +21,19 @@ struct ChildError {
   char detail[200];
 };
 
+// One file written into /work by pid 1: bytes owned by the launcher, alive until the run ends.
+struct WorkFile {
+  std::string path;         // host-side path, under ChildPlan::work_dir
+  const char* data = nullptr;
+  size_t size = 0;
+  mode_t mode = 0644;
+  bool owned_by_user = true;  // chown to uid:gid (inputs); false for the script
+};
+
+// Payload bytes of the control socket's messages, telling which fd a message carries.
+constexpr char kProxySocketTag = 'P';
+constexpr char kWorkDirTag = 'W';
+
 struct ChildPlan {
   // Host-side paths (before pivot_root).
   std::string rootfs;
@@ -30,6 +43,10 @@ struct ChildPlan {
   std::string dev_pts, dev_shm;
   std::string dev_tmpfs_opts, tmp_opts, shm_opts, run_opts;
   const std::string* script = nullptr;       // bytes to copy into script_path
+  std::string work_dir, work_opts;           // "<rootfs>/work", tmpfs options
+  std::vector<std::string> work_subdirs;     // directories of the inputs, parents first
+  std::vector<WorkFile> work_files;          // the script and the inputs
+  bool pass_work_dir = false;                // send an fd of /work over control_write (--output)
   EtcPlan etc;                               // /etc/hosts, /etc/hostname, /etc/resolv.conf
 
   // Paths after pivot_root.
@@ -49,7 +66,7 @@ struct ChildPlan {
   int sync_read = -1;    // parent writes one byte once ids and cgroup are in place
   int error_write = -1;  // ChildError; O_CLOEXEC so a successful execve closes it
   int status_write = -1; // pid 1 writes the payload's wait status here
-  int control_write = -1;// unix socket to pass the proxy listening socket to the parent
+  int control_write = -1;// unix socket to pass fds (proxy listening socket, /work) to the parent
   int stdin_fd = -1, stdout_write = -1, stderr_write = -1;
 
   cap_t empty_caps = nullptr;  // prepared with cap_init(): all five sets cleared
@@ -65,6 +82,7 @@ struct ChildPlan {
 [[noreturn]] void child_main(const ChildPlan& plan);
 bool setup_mounts(const ChildPlan& plan);
 bool setup_network(const ChildPlan& plan);
+bool setup_work(const ChildPlan& plan);
 bool drop_privileges(const ChildPlan& plan);
 void report_error(const ChildPlan& plan, const char* stage, int err, const char* detail) noexcept;
 

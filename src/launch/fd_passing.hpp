@@ -41,10 +41,12 @@ inline bool send_fd(int sock, int fd, char tag) noexcept {
   return ::sendmsg(sock, &m.msg, MSG_NOSIGNAL) == 1;
 }
 
-// Receives one fd (close-on-exec); empty at EOF, on error, or when the message carries none.
-inline UniqueFd receive_fd(int sock) noexcept {
+// Receives one fd (close-on-exec) and, when `tag` is given, its payload byte; empty at EOF, on
+// error, or when the message carries none.
+inline UniqueFd receive_fd(int sock, char* tag = nullptr) noexcept {
   FdMessage m(0);
   if (::recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC) <= 0) return UniqueFd();
+  if (tag) *tag = m.byte;
   cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   if (!c || c->cmsg_type != SCM_RIGHTS) return UniqueFd();
   int fd;

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <set>
 
 #include "child_plan.hpp"
 #include "monitor.hpp"
@@ -59,13 +60,17 @@ struct CapsGuard {
   ~CapsGuard() { cap_free(caps); }
 };
 
-std::string sanitize_name(const std::string& name) {
+}  // namespace
+
+std::string sandbox_script_name(const std::string& name) {
   std::string out;
   for (char c : name)
     out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
   if (out.empty() || out[0] == '.') out = "main.py";
   return out.substr(0, 128);
 }
+
+namespace {
 
 unsigned long root_flags(const std::string& rootfs) {
   unsigned long flags = MS_RDONLY | MS_NOSUID | MS_NODEV;
@@ -80,6 +85,26 @@ unsigned long root_flags(const std::string& rootfs) {
   return flags;
 }
 
+// /work's tmpfs and what pid 1 writes into it: the script (root's, read-only) and the inputs
+// (the program's), with every directory the inputs need, parents first.
+void add_work_files(const LaunchRequest& req, ChildPlan& p, const std::string& script_name) {
+  const auto& spec = req.spec;
+  p.work_dir = p.rootfs + "/work";
+  p.work_opts = "size=" + std::to_string(spec.limits.work_bytes) + ",mode=0755,uid=" + std::to_string(spec.uid) +
+                ",gid=" + std::to_string(spec.gid);
+  p.work_files.push_back({p.work_dir + "/" + script_name, req.script.data(), req.script.size(), 0444, false});
+  if (!req.inputs) return;
+  std::set<std::string> dirs;
+  for (const auto& f : *req.inputs) {
+    for (auto slash = f.path.find('/'); slash != std::string::npos; slash = f.path.find('/', slash + 1))
+      dirs.insert(f.path.substr(0, slash));
+    p.work_files.push_back({p.work_dir + "/" + f.path, f.data.data(), f.data.size(), f.mode, true});
+  }
+  // std::set orders "a" before "a/b": parents come first.
+  for (const auto& d : dirs) p.work_subdirs.push_back(p.work_dir + "/" + d);
+  p.pass_work_dir = static_cast<bool>(req.on_work_dir);
+}
+
 void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   const auto& spec = req.spec;
   p.rootfs = std::filesystem::canonical(spec.rootfs).string();
@@ -88,7 +113,7 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.tmp_dir = p.rootfs + "/tmp";
   p.run_dir = p.rootfs + "/run";
   p.sandbox_dir = p.run_dir + "/sandbox";
-  std::string name = sanitize_name(req.script_name);
+  std::string name = sandbox_script_name(req.script_name);
   p.script_path = p.sandbox_dir + "/" + name;
   p.script = &req.script;
   for (const char* node : {"null", "zero", "full", "random", "urandom"}) {
@@ -103,6 +128,7 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.root_remount_flags = root_flags(p.rootfs);
   launch::plan_etc_files(spec, p.rootfs, p.root_remount_flags, p.etc);
   p.run_opts = "size=" + std::to_string(req.script.size() + p.etc.bytes() + (1 << 20)) + ",mode=0755";
+  add_work_files(req, p, name);
   p.proc_readonly = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
   p.proc_masked_files = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
                          "/proc/latency_stats"};
@@ -115,7 +141,7 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.proxy_socket = spec.network.mode == NetworkMode::allowlist;
   p.seccomp = req.seccomp->fprog();
 
-  p.argv_storage = {spec.python, "-B", "/run/sandbox/" + name};
+  p.argv_storage = {spec.python, "-B", "/work/" + name};
   for (const auto& a : req.args) p.argv_storage.push_back(a);
   for (auto& s : p.argv_storage) p.argv.push_back(s.data());
   p.argv.push_back(nullptr);
@@ -134,12 +160,18 @@ void validate_rootfs(const std::string& rootfs, const std::string& python) {
     throw Error("image rootfs " + (rootfs.empty() ? std::string("(none configured)") : rootfs) +
                     " is not a directory",
                 "build the default image with `sandboxrun image build-default`, or set `image:` in sandbox.yaml", errno);
+  // /work is a mount point too; images rarely have one, so it is added once (an empty directory,
+  // like the image's own /tmp), the first time the image runs.
+  const std::string work = rootfs + "/work";
+  if (::mkdir(work.c_str(), 0755) != 0 && errno != EEXIST)
+    throw Error("cannot create the mount point /work in image rootfs " + rootfs,
+                "create an empty directory work/ in the image (or make the image store writable)", errno);
   // Mount points must be real directories: a symlink here would redirect our mounts.
-  for (const char* dir : {"proc", "dev", "tmp", "run"}) {
+  for (const char* dir : {"proc", "dev", "tmp", "run", "work"}) {
     std::string p = rootfs + "/" + dir;
     if (::lstat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       throw Error("image rootfs " + rootfs + " has no directory /" + dir + " (or it is a symlink)",
-                  "the image needs /proc, /dev, /tmp and /run directories as mount points");
+                  "the image needs /proc, /dev, /tmp, /run and /work directories as mount points");
   }
   std::string py = rootfs + python;
   if (::access(py.c_str(), X_OK) != 0 && ::faccessat(AT_FDCWD, py.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0)
@@ -179,16 +211,23 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   Pipe err_pipe = make_pipe();
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull) throw_errno("open /dev/null");
+  // The program's stdin: a pipe the monitor feeds from req.stdin_fd (never the launcher's own
+  // fd, which may be a terminal), or /dev/null.
+  Pipe in_pipe;
+  if (req.stdin_fd >= 0) {
+    in_pipe = make_pipe();
+    if (::fcntl(in_pipe.write.get(), F_SETFL, O_NONBLOCK) != 0) throw_errno("make the stdin pipe non-blocking");
+  }
   int sv[2] = {-1, -1};
-  if (plan.proxy_socket && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-    throw_errno("socketpair for the proxy socket");
+  if ((plan.proxy_socket || plan.pass_work_dir) && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    throw_errno("socketpair for the control socket");
   UniqueFd control_read(sv[0]), control_write(sv[1]);
 
   plan.sync_read = sync.read.get();
   plan.error_write = error.write.get();
   plan.status_write = status.write.get();
   plan.control_write = control_write.get();
-  plan.stdin_fd = devnull.get();
+  plan.stdin_fd = in_pipe.read ? in_pipe.read.get() : devnull.get();
   plan.stdout_write = out_pipe.write.get();
   plan.stderr_write = err_pipe.write.get();
 
@@ -207,6 +246,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   out_pipe.write.reset();
   err_pipe.write.reset();
   control_write.reset();
+  in_pipe.read.reset();
 
   if (user_namespace) launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
   if (cgroup && !child.clone_into_cgroup) cgroup->add_process(child.pid);
@@ -228,6 +268,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   fds.status_read = std::move(status.read);
   fds.error_read = std::move(error.read);
   fds.control_read = std::move(control_read);
+  fds.stdin_write = std::move(in_pipe.write);
   // Once the monitor has reaped pid 1 the guard must not touch that pid again (it may be reused).
   if (launch::monitor_sandbox(req, child.pid, fds, cgroup.get(), out, started)) guard.release();
   cgroup.reset();  // kill stragglers and remove the cgroup now, inside the teardown timing

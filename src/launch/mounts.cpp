@@ -2,6 +2,7 @@
 //   1. make every mount private, so nothing propagates back to the host
 //   2. bind the image rootfs onto itself (non-recursive: no host submounts come along)
 //   3. fresh /proc (pid namespace), minimal /dev, tmpfs /tmp, /run with the script copied in,
+//      tmpfs /work with the script and the inputs (work_dir.cpp)
 //      /etc/hosts, /etc/hostname and /etc/resolv.conf of this run bound read-only (etc_files.cpp)
 //   4. remount the root read-only, nosuid, nodev
 //   5. pivot_root and detach the old root
@@ -126,6 +127,7 @@ bool setup_mounts(const ChildPlan& plan) {
   if (!setup_dev(plan)) return false;
   if (!mount_tmpfs(plan, plan.tmp_dir, MS_NOSUID | MS_NODEV, plan.tmp_opts)) return false;
   if (!setup_run(plan)) return false;
+  if (!setup_work(plan)) return false;
   if (!mount_etc_files(plan)) return false;
   if (::mount(nullptr, plan.rootfs.c_str(), nullptr, MS_BIND | MS_REMOUNT | plan.root_remount_flags, nullptr) != 0)
     return fail(plan, "remount rootfs read-only", plan.rootfs);

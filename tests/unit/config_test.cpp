@@ -165,6 +165,25 @@ TEST(Config, CallerEnvironmentIsNeverPartOfTheSpec) {
   EXPECT_EQ(s.env.at("HOME"), "/tmp");
 }
 
+TEST(Config, WorkDirectoryAndJobLimits) {
+  auto s = resolve_spec(parse("tmp_size: 32m\n"), Trust::untrusted, {}, big_host());
+  EXPECT_EQ(s.limits.work_bytes, 32ull << 20) << "work_size defaults to tmp_size";
+  EXPECT_EQ(s.limits.output_files, 1000u);
+  EXPECT_EQ(s.limits.output_total_bytes, 64ull << 20);
+  EXPECT_EQ(s.workdir, "/work");
+  EXPECT_EQ(s.env.at("MPLBACKEND"), "Agg");
+  auto cfg = parse("work_size: 8m\ninput_limit: 1m\ninput_files_limit: 5\noutput_files_limit: 7\n"
+                   "output_bytes_limit: 2m\ntrust_levels:\n  trusted:\n    work_size: 16m\n");
+  EXPECT_EQ(cfg.input_limit, 1ull << 20);
+  EXPECT_EQ(cfg.input_files_limit, 5u);
+  s = resolve_spec(cfg, Trust::untrusted, {}, big_host());
+  EXPECT_EQ(s.limits.work_bytes, 8ull << 20);
+  EXPECT_EQ(s.limits.output_files, 7u);
+  EXPECT_EQ(s.limits.output_total_bytes, 2ull << 20);
+  EXPECT_EQ(resolve_spec(cfg, Trust::trusted, {}, big_host()).limits.work_bytes, 16ull << 20);
+  EXPECT_THROW(parse("output_files_limit: 0\n"), Error);
+}
+
 TEST(Config, ExtraHostsAcceptDockersListAndMappingForms) {
   const std::map<std::string, std::string> want{
       {"pypi.internal", "10.0.0.5"}, {"v6.internal", "fd00::1"}, {"db_1", "::ffff:10.1.2.3"}};
