@@ -65,6 +65,8 @@ struct RunOutcome {
   std::string stdout_data, stderr_data;
   bool stdout_truncated = false, stderr_truncated = false;
   std::string error;               // set when status == error: what failed in setup
+  int landlock_abi = 0;            // the ruleset's ABI; 0 when Landlock was not applied
+  bool landlock_enforced = false;  // the payload started under the ruleset
   LaunchTimings timings;
 };
 

@@ -53,10 +53,15 @@ Check check_seccomp() {
           "a kernel built with CONFIG_SECCOMP_FILTER"};
 }
 
-Check check_landlock() {
+Check check_landlock(LandlockMode mode) {
   long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  return {"Landlock", abi > 0, false, abi > 0 ? "ABI " + std::to_string(abi) : "not available",
-          "boot with lsm=...,landlock (optional: not used by the current launcher)"};
+  std::string detail = abi > 0 ? "ABI " + std::to_string(abi) : "not available";
+  detail += std::string(" (landlock: ") + to_string(mode) + ")";
+  if (abi > 0 && abi < 4) detail += "; ABI < 4: TCP connect is not restricted in allowlist mode";
+  if (abi > 0 && abi < 6) detail += "; ABI < 6: no abstract-socket and signal scoping";
+  return {"Landlock", abi > 0 || mode == LandlockMode::off, mode == LandlockMode::required, detail,
+          "boot a kernel with CONFIG_SECURITY_LANDLOCK and landlock in lsm= (sandboxes then get a second wall "
+          "behind the mount namespace)"};
 }
 
 Check check_cgroups(const CgroupSettings& settings) {
@@ -91,12 +96,12 @@ int doctor_command(const std::vector<std::string>& argv) {
   std::vector<Check> checks;
   checks.push_back(check_userns());
   checks.push_back(check_seccomp());
-  checks.push_back(check_landlock());
   SandboxConfig cfg;
   try {
     std::filesystem::path file = find_config(config);
     cfg = load_sandbox_config(file);
     checks.push_back({"config", true, true, file.string(), ""});
+    checks.push_back(check_landlock(cfg.landlock));
     checks.push_back(check_cgroups(cfg.cgroup));
     checks.push_back(check_image(cfg));
   } catch (const Error& e) {

@@ -57,6 +57,9 @@ json RunResult::to_json() const {
     j["cgroup"] = o.cgroup_backend;
     j["degradations"] = o.degradations;
     j["image_digest"] = image_digest;
+    j["landlock"] = {{"mode", sandboxrun::to_string(spec->landlock)},
+                     {"abi", o.landlock_abi},
+                     {"enforced", o.landlock_enforced}};
   } else {
     j["trust"] = nullptr;
     j["limits"] = nullptr;

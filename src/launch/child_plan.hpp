@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "landlock.hpp"
+
 namespace sandboxrun::launch {
 
 // Sent by the child over the error pipe when a setup step fails.
@@ -41,6 +43,8 @@ struct ChildPlan {
   bool user_namespace = false;
   bool proxy_socket = false;
   unsigned long root_remount_flags = 0;  // MS_* flags for the read-only remount of the root
+  LandlockPlan landlock;
+  std::string test_bind_source, test_bind_target;  // SandboxSpec::test_extra_writable_bind
 
   // fds (already open in the parent; inherited by the fork-like clone).
   int sync_read = -1;    // parent writes one byte once ids and cgroup are in place

@@ -113,6 +113,11 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.proxy_socket = spec.network.mode == NetworkMode::allowlist;
   p.root_remount_flags = root_flags(p.rootfs);
   p.seccomp = req.seccomp->fprog();
+  launch::prepare_landlock(spec, p.landlock);
+  if (!spec.test_extra_writable_bind.empty()) {
+    p.test_bind_source = spec.test_extra_writable_bind;
+    p.test_bind_target = p.rootfs + "/mnt";
+  }
 
   p.argv_storage = {spec.python, "-B", "/run/sandbox/" + name};
   for (const auto& a : req.args) p.argv_storage.push_back(a);
@@ -163,6 +168,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
 
   ChildPlan plan;
   build_plan(req, plan, user_namespace);
+  out.landlock_abi = plan.landlock.abi;
   CapsGuard caps;
   if (!caps.caps) throw_errno("cap_init");
   plan.empty_caps = caps.caps;
@@ -219,6 +225,8 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   fds.control_read = std::move(control_read);
   // Once the monitor has reaped pid 1 the guard must not touch that pid again (it may be reused).
   if (launch::monitor_sandbox(req, child.pid, fds, cgroup.get(), out, started)) guard.release();
+  // A successful execve of the payload (spawn timed) means pid 1 applied the ruleset before it.
+  out.landlock_enforced = out.landlock_abi > 0 && out.timings.spawn.count() > 0;
   cgroup.reset();  // kill stragglers and remove the cgroup now, inside the teardown timing
   if (out.timings.run.count() > 0)
     out.timings.teardown = std::chrono::duration_cast<std::chrono::microseconds>(

@@ -99,6 +99,7 @@ void child_main(const ChildPlan& plan) {
     ::_exit(125);
   }
   if (!setup_network(plan)) ::_exit(125);
+  if (!apply_landlock(plan)) ::_exit(125);
   if (plan.wipe_begin && plan.wipe_end > plan.wipe_begin)
     std::memset(plan.wipe_begin, 0, static_cast<size_t>(plan.wipe_end - plan.wipe_begin));
   if (!drop_privileges(plan)) ::_exit(125);
