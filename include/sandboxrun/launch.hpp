@@ -6,12 +6,14 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
+#include "sandboxrun/id_slots.hpp"
 #include "sandboxrun/seccomp.hpp"
 #include "sandboxrun/spec.hpp"
 
@@ -38,6 +40,9 @@ struct LaunchRequest {
   char* wipe_end = nullptr;
   // Started by the caller as early as it can; stopped once the sandbox is placed. May be null.
   MigrationWarmup* cgroup_warmup = nullptr;
+  // As root: the id slot claimed by the caller (to audit it before the launch). Unset: the
+  // launcher claims one itself for the run.
+  std::shared_ptr<const IdSlot> id_slot;
 };
 
 // blocked: the assessor refused the file and nothing was launched.
@@ -67,6 +72,7 @@ struct RunOutcome {
   std::string error;               // set when status == error: what failed in setup
   int landlock_abi = 0;            // the ruleset's ABI; 0 when Landlock was not applied
   bool landlock_enforced = false;  // the payload started under the ruleset
+  std::optional<IdSlotInfo> id_slot;  // as root: the host ids the sandbox ran as
   LaunchTimings timings;
 };
 

@@ -159,6 +159,8 @@ void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchR
   launch.on_sample = req.on_sample;
   launch.wipe_begin = req.wipe_begin;
   launch.wipe_end = req.wipe_end;
+  // Claimed here, not in the launcher, so that run_start can name the host ids the run will use.
+  if (::geteuid() == 0) launch.id_slot = std::make_shared<const IdSlot>(IdSlot::claim(spec.id_ranges));
   launch.spec = spec;
   r.spec = std::move(spec);
 }
@@ -172,12 +174,12 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
     proxy->start();
   };
   launch.cgroup_warmup = &warmup;
-  append("run_start", r.run_id,
-         {{"code", code}, {"trust_requested", to_string(r.decision.requested)}, {"trust_used", to_string(spec.trust)},
-          {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
-          {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
-          {"overridden", r.decision.overridden}},
-         /*durable=*/true);
+  json start = {{"code", code}, {"trust_requested", to_string(r.decision.requested)}, {"trust_used", to_string(spec.trust)},
+                {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
+                {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
+                {"overridden", r.decision.overridden}};
+  if (launch.id_slot) start["id_slot"] = core::id_slot_to_json(launch.id_slot->info());
+  append("run_start", r.run_id, std::move(start), /*durable=*/true);
   r.prepare = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered);
   try {
     r.outcome = run_sandbox(launch);

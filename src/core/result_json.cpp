@@ -31,6 +31,11 @@ json resources_to_json(const CgroupUsage& u) {
           {"pids_limit_hits", u.pids_max_hits}};
 }
 
+json id_slot_to_json(const IdSlotInfo& slot) {
+  return {{"slot", slot.slot}, {"host_uid", slot.host_user}, {"host_gid", slot.host_user},
+          {"host_root_uid", slot.host_root}};
+}
+
 }  // namespace core
 
 json RunResult::to_json() const {
@@ -57,6 +62,7 @@ json RunResult::to_json() const {
     j["cgroup"] = o.cgroup_backend;
     j["degradations"] = o.degradations;
     j["image_digest"] = image_digest;
+    j["id_slot"] = o.id_slot ? core::id_slot_to_json(*o.id_slot) : json(nullptr);
     j["landlock"] = {{"mode", sandboxrun::to_string(spec->landlock)},
                      {"abi", o.landlock_abi},
                      {"enforced", o.landlock_enforced}};

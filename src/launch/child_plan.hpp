@@ -40,7 +40,7 @@ struct ChildPlan {
   std::string hostname;
   uid_t uid = 1000;
   gid_t gid = 1000;
-  bool user_namespace = false;
+  bool id_slot = false;  // root launcher: ids map onto a slot, setgroups stays allowed
   bool proxy_socket = false;
   unsigned long root_remount_flags = 0;  // MS_* flags for the read-only remount of the root
   LandlockPlan landlock;

@@ -13,6 +13,7 @@
 #include <chrono>
 
 #include "child_plan.hpp"
+#include "id_slots_child.hpp"
 #include "monitor.hpp"
 #include "namespaces.hpp"
 #include "sandboxrun/error.hpp"
@@ -80,7 +81,7 @@ unsigned long root_flags(const std::string& rootfs) {
   return flags;
 }
 
-void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
+void build_plan(const LaunchRequest& req, ChildPlan& p) {
   const auto& spec = req.spec;
   p.rootfs = std::filesystem::canonical(spec.rootfs).string();
   p.proc_dir = p.rootfs + "/proc";
@@ -109,7 +110,6 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.hostname = spec.hostname;
   p.uid = spec.uid;
   p.gid = spec.gid;
-  p.user_namespace = user_namespace;
   p.proxy_socket = spec.network.mode == NetworkMode::allowlist;
   p.root_remount_flags = root_flags(p.rootfs);
   p.seccomp = req.seccomp->fprog();
@@ -156,7 +156,11 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   const auto& spec = req.spec;
   if (!req.seccomp) throw Error("launch request without a seccomp program", "compile spec.seccomp_profile first");
   validate_rootfs(spec.rootfs.string(), spec.python);
-  const bool user_namespace = ::geteuid() != 0;
+  // Always a user namespace: unprivileged, it maps the caller's own id; as root, a slot of the
+  // reserved range, held until the sandbox is gone (declared before the cgroup, released after it).
+  std::shared_ptr<const IdSlot> slot = req.id_slot;
+  if (!slot && ::geteuid() == 0) slot = std::make_shared<const IdSlot>(IdSlot::claim(spec.id_ranges));
+  if (slot) out.id_slot = slot->info();
 
   std::string degraded_reason;
   auto cgroup_started = std::chrono::steady_clock::now();
@@ -167,8 +171,9 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   else out.degradations.push_back("no cgroup: memory, pids and cpu limits are not enforced (" + degraded_reason + ")");
 
   ChildPlan plan;
-  build_plan(req, plan, user_namespace);
+  build_plan(req, plan);
   out.landlock_abi = plan.landlock.abi;
+  plan.id_slot = slot != nullptr;
   CapsGuard caps;
   if (!caps.caps) throw_errno("cap_init");
   plan.empty_caps = caps.caps;
@@ -197,7 +202,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   const gid_t outside_gid = ::getegid();
   auto started = std::chrono::steady_clock::now();
   launch::CloneResult child =
-      launch::clone_sandbox(launch::namespace_flags(user_namespace), cgroup ? cgroup->clone_into_fd() : -1);
+      launch::clone_sandbox(launch::namespace_flags(), cgroup ? cgroup->clone_into_fd() : -1);
   if (child.pid == 0) launch::child_main(plan);  // never returns
   ChildGuard guard(child.pid);
 
@@ -209,7 +214,8 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   err_pipe.write.reset();
   control_write.reset();
 
-  if (user_namespace) launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
+  if (slot) launch::write_slot_id_maps(child.pid, slot->info(), spec.uid, spec.gid);
+  else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
   if (cgroup && !child.clone_into_cgroup) cgroup->add_process(child.pid);
   if (req.cgroup_warmup) req.cgroup_warmup->stop();
   char go = 'G';

@@ -25,8 +25,8 @@ bool drop_privileges(const ChildPlan& plan) {
     return false;
   }
   // In a user namespace set up by an unprivileged caller, setgroups is denied (and there are no
-  // supplementary groups to drop); as root, clear them.
-  if (!plan.user_namespace) {
+  // supplementary groups to drop); with a root launcher's id slot, clear them.
+  if (plan.id_slot) {
     if (::setgroups(0, nullptr) != 0) {
       report_error(plan, "setgroups", errno, "supplementary groups");
       return false;

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "child_plan.hpp"
+#include "id_slots_child.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/seccomp.hpp"
 
@@ -78,6 +79,7 @@ void child_main(const ChildPlan& plan) {
 
   char go = 0;
   if (::read(plan.sync_read, &go, 1) != 1) ::_exit(125);  // the launcher gave up before the start
+  if (!enter_id_slot(plan)) ::_exit(125);
 
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
     report_error(plan, "make pid 1 non-dumpable", errno, "PR_SET_DUMPABLE");
