@@ -1,10 +1,10 @@
 // Child side: from (namespace) root to an unprivileged user with nothing left to regain.
 // Order matters: the bounding set needs CAP_SETPCAP, so it goes before the uid change; the
 // remaining sets are cleared after it; no_new_privs makes setuid binaries and file caps inert.
-#include <grp.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,16 +27,19 @@ bool drop_privileges(const ChildPlan& plan) {
   // In a user namespace set up by an unprivileged caller, setgroups is denied (and there are no
   // supplementary groups to drop); with a root launcher's id slot, clear them.
   if (plan.id_slot) {
-    if (::setgroups(0, nullptr) != 0) {
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0) {
       report_error(plan, "setgroups", errno, "supplementary groups");
       return false;
     }
   }
-  if (::setresgid(plan.gid, plan.gid, plan.gid) != 0) {
+  // Raw syscalls, not glibc's set*id wrappers: those signal every thread glibc believes exists
+  // and wait on their descriptors, and this process was cloned from a multi-threaded launcher
+  // (a thread caught mid-creation at the clone leaves pid 1 waiting forever).
+  if (::syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0) {
     report_error(plan, "setresgid", errno, "sandbox gid");
     return false;
   }
-  if (::setresuid(plan.uid, plan.uid, plan.uid) != 0) {
+  if (::syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid) != 0) {
     report_error(plan, "setresuid", errno, "sandbox uid");
     return false;
   }
