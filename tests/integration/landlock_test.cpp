@@ -3,8 +3,15 @@
 // write must still be refused; with landlock: off the same fault goes through, which shows that
 // the test can fail.
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstddef>
 
 #include <filesystem>
 
@@ -115,6 +122,52 @@ TEST(Landlock, ReportedInTheJsonResult) {
   EXPECT_EQ(r.result["landlock"]["mode"], "best_effort");
   EXPECT_EQ(r.result["landlock"]["enforced"], true);
   EXPECT_GE(r.result["landlock"]["abi"].get<int>(), 1);
+}
+
+// Runs the binary on a "kernel without Landlock": a seccomp filter inherited from this process
+// makes landlock_create_ruleset answer ENOSYS, as a kernel built without it does.
+testing::Sandboxed run_without_landlock(const std::string& config) {
+  TempDir d;
+  const std::string script = d.write("probe.py", "print('ran')\n");
+  int out[2];
+  if (::pipe(out) != 0) return {};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_create_ruleset, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
+    if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) ::_exit(99);
+    ::dup2(out[1], 1);
+    ::execl(SANDBOXRUN_BIN, SANDBOXRUN_BIN, "--config", config.c_str(), "--audit-log", (d.path() + "/audit.log").c_str(),
+            "--json", script.c_str(), nullptr);
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  testing::Sandboxed r;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) r.exec.out.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exec.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.result = nlohmann::json::parse(r.exec.out, nullptr, false);
+  return r;
+}
+
+TEST(Landlock, RequiredOnAKernelWithoutItIsASetupError) {
+  if (::geteuid() != 0) GTEST_SKIP() << "installing the test's seccomp filter without no_new_privs needs root";
+  TempDir d;
+  auto required = run_without_landlock(testing::write_config(d, "landlock: required\n"));
+  EXPECT_EQ(required.exec.exit_code, 125) << required.exec.out;
+  EXPECT_NE(required.result.value("error", "").find("Landlock"), std::string::npos) << required.exec.out;
+  auto best = run_without_landlock(testing::write_config(d, "landlock: best_effort\n"));
+  EXPECT_EQ(best.exec.exit_code, 0) << best.exec.out;
+  EXPECT_EQ(best.result["landlock"]["abi"], 0);
+  EXPECT_EQ(best.result["landlock"]["enforced"], false);
 }
 
 }  // namespace
