@@ -59,6 +59,28 @@ struct LaunchTimings {
   std::chrono::microseconds teardown{0};  // pid 1 gone -> cgroup killed, sampled and removed
 };
 
+// A syscall the seccomp profile denied, reported by the sandbox's user-notification listener.
+struct DeniedSyscall {
+  std::string name;
+  uint64_t count = 0;
+  std::vector<std::vector<uint64_t>> first_args;  // the first few calls' first three arguments
+};
+
+// What the payload tried and was refused, bounded whatever it tries.
+struct DeniedReport {
+  std::vector<DeniedSyscall> syscalls;  // at most kMaxNames distinct names, in first-seen order
+  uint64_t other_count = 0;             // denials beyond kMaxNames names (counted, not named)
+  bool killed_by_seccomp = false;       // the payload died of SIGSYS: a kill action (foreign ABI, TIOCSTI)
+  bool notify = false;                  // denials were routed to the launcher (the profile allows it)
+  static constexpr size_t kMaxNames = 64;
+  static constexpr size_t kMaxDetails = 3;
+  uint64_t total() const {
+    uint64_t n = other_count;
+    for (const auto& d : syscalls) n += d.count;
+    return n;
+  }
+};
+
 struct RunOutcome {
   RunStatus status = RunStatus::error;
   int exit_code = exit_code::setup_failed;
@@ -73,6 +95,7 @@ struct RunOutcome {
   int landlock_abi = 0;            // the ruleset's ABI; 0 when Landlock was not applied
   bool landlock_enforced = false;  // the payload started under the ruleset
   std::optional<IdSlotInfo> id_slot;  // as root: the host ids the sandbox ran as
+  DeniedReport denied;
   LaunchTimings timings;
 };
 

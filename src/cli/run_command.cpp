@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli.hpp"
+#include "result_json.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/executor.hpp"
 #include "sandboxrun/fd.hpp"
@@ -186,6 +187,8 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       std::string text = r.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       write_all(1, text.data(), text.size());
     } else {
+      if (std::string line = core::denied_summary(core::denied_to_json(r.outcome.denied, r.network)); !line.empty())
+        spdlog::warn("{}", line);
       explain_end(r, opt.file);
     }
     return r.exit_code;

@@ -215,6 +215,10 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   if (!o.error.empty()) end["error"] = o.error;
   if (!o.degradations.empty()) end["degradations"] = o.degradations;
   if (!net_summary.is_null()) end["network"] = net_summary;
+  if (json denied = core::denied_to_json(o.denied, r.network); !denied.is_null()) {
+    denied["code"] = code;
+    append("denied", r.run_id, std::move(denied));
+  }
   r.audit_seq = append("run_end", r.run_id, std::move(end));
 }
 

@@ -51,6 +51,7 @@ struct ChildPlan {
   int error_write = -1;  // ChildError; O_CLOEXEC so a successful execve closes it
   int status_write = -1; // pid 1 writes the payload's wait status here
   int control_write = -1;// unix socket to pass the proxy listening socket to the parent
+  int notify_write = -1; // unix socket to pass the seccomp listener to the parent; -1: no notify
   int stdin_fd = -1, stdout_write = -1, stderr_write = -1;
 
   cap_t empty_caps = nullptr;  // prepared with cap_init(): all five sets cleared

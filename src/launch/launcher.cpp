@@ -189,11 +189,20 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   if (plan.proxy_socket && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     throw_errno("socketpair for the proxy socket");
   UniqueFd control_read(sv[0]), control_write(sv[1]);
+  // Denials reported, not just refused, when the profile allows it (SeccompProgram).
+  int nv[2] = {-1, -1};
+  out.denied.notify = !req.seccomp->notify_instructions.empty();
+  if (out.denied.notify) {
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, nv) != 0) throw_errno("socketpair for the seccomp listener");
+    plan.seccomp = req.seccomp->notify_fprog();
+  }
+  UniqueFd notify_read(nv[0]), notify_write(nv[1]);
 
   plan.sync_read = sync.read.get();
   plan.error_write = error.write.get();
   plan.status_write = status.write.get();
   plan.control_write = control_write.get();
+  plan.notify_write = notify_write.get();
   plan.stdin_fd = devnull.get();
   plan.stdout_write = out_pipe.write.get();
   plan.stderr_write = err_pipe.write.get();
@@ -213,6 +222,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   out_pipe.write.reset();
   err_pipe.write.reset();
   control_write.reset();
+  notify_write.reset();
 
   if (slot) launch::write_slot_id_maps(child.pid, slot->info(), spec.uid, spec.gid);
   else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
@@ -229,6 +239,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   fds.status_read = std::move(status.read);
   fds.error_read = std::move(error.read);
   fds.control_read = std::move(control_read);
+  fds.notify_read = std::move(notify_read);
   // Once the monitor has reaped pid 1 the guard must not touch that pid again (it may be reused).
   if (launch::monitor_sandbox(req, child.pid, fds, cgroup.get(), out, started)) guard.release();
   // A successful execve of the payload (spawn timed) means pid 1 applied the ruleset before it.

@@ -19,6 +19,7 @@ struct MonitorFds {
   UniqueFd status_read;   // payload wait status from pid 1
   UniqueFd error_read;    // ChildError from setup
   UniqueFd control_read;  // proxy listening socket (allowlist mode)
+  UniqueFd notify_read;   // the payload's seccomp listener, once it has loaded the filter
 };
 
 // Runs until the sandbox ends: streams or captures output, samples the cgroup, enforces the
