@@ -42,6 +42,8 @@ struct SandboxConfig {
   LevelSettings base;
   std::map<Trust, LevelSettings> levels;
   CgroupSettings cgroup;
+  LandlockMode landlock = LandlockMode::best_effort;
+  IdRanges id_ranges;
   bool monitoring = true;
   uint32_t monitor_interval_ms = 100;
   std::string digest;          // SHA-256 of the file's bytes, for the audit log

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/job_io.hpp"
+#include "sandboxrun/id_slots.hpp"
 #include "sandboxrun/seccomp.hpp"
 #include "sandboxrun/spec.hpp"
 
@@ -53,6 +55,9 @@ struct LaunchRequest {
   // record durable. If it throws, the sandbox is killed before the payload exists and the error
   // propagates. May be empty.
   std::function<void()> before_exec;
+  // As root: the id slot claimed by the caller (to audit it before the launch). Unset: the
+  // launcher claims one itself for the run.
+  std::shared_ptr<const IdSlot> id_slot;
 };
 
 // blocked: the assessor refused the file and nothing was launched.
@@ -69,6 +74,28 @@ struct LaunchTimings {
   std::chrono::microseconds teardown{0};  // pid 1 gone -> cgroup killed, sampled and removed
 };
 
+// A syscall the seccomp profile denied, reported by the sandbox's user-notification listener.
+struct DeniedSyscall {
+  std::string name;
+  uint64_t count = 0;
+  std::vector<std::vector<uint64_t>> first_args;  // the first few calls' first three arguments
+};
+
+// What the payload tried and was refused, bounded whatever it tries.
+struct DeniedReport {
+  std::vector<DeniedSyscall> syscalls;  // at most kMaxNames distinct names, in first-seen order
+  uint64_t other_count = 0;             // denials beyond kMaxNames names (counted, not named)
+  bool killed_by_seccomp = false;       // the payload died of SIGSYS: a kill action (foreign ABI, TIOCSTI)
+  bool notify = false;                  // denials were routed to the launcher (the profile allows it)
+  static constexpr size_t kMaxNames = 64;
+  static constexpr size_t kMaxDetails = 3;
+  uint64_t total() const {
+    uint64_t n = other_count;
+    for (const auto& d : syscalls) n += d.count;
+    return n;
+  }
+};
+
 struct RunOutcome {
   RunStatus status = RunStatus::error;
   int exit_code = exit_code::setup_failed;
@@ -81,6 +108,10 @@ struct RunOutcome {
   std::string stdout_data, stderr_data;
   bool stdout_truncated = false, stderr_truncated = false;
   std::string error;               // set when status == error: what failed in setup
+  int landlock_abi = 0;            // the ruleset's ABI; 0 when Landlock was not applied
+  bool landlock_enforced = false;  // the payload started under the ruleset
+  std::optional<IdSlotInfo> id_slot;  // as root: the host ids the sandbox ran as
+  DeniedReport denied;
   LaunchTimings timings;
 };
 

@@ -58,6 +58,19 @@ struct NetworkSettings {
   uint32_t idle_timeout_s = 60;
 };
 
+// Landlock, the second wall behind the mount namespace (see src/launch/landlock.cpp).
+enum class LandlockMode { required, best_effort, off };
+const char* to_string(LandlockMode m);
+
+// Host ids reserved for sandboxes (id_slots.hpp): each live run maps its user namespace onto
+// its own slot of slot_size ids (inside 0 -> the slot's first id, the sandbox user -> the next).
+struct IdRanges {
+  uint32_t base = 100000000;
+  uint32_t size = 2048;
+  uint32_t slot_size = 2;
+  uint32_t slots() const { return size / slot_size; }
+};
+
 struct SandboxSpec {
   Trust trust = Trust::untrusted;
   Limits limits;
@@ -79,6 +92,12 @@ struct SandboxSpec {
   bool monitoring = true;
   std::chrono::milliseconds monitor_interval{100};
   CgroupSettings cgroup;
+  LandlockMode landlock = LandlockMode::best_effort;
+  IdRanges id_ranges;
+
+  // Test-only fault injection, never set from a config file: a host directory bound writable at
+  // /mnt, the mistake the mount code must never make, to prove that Landlock still refuses it.
+  std::string test_extra_writable_bind;
 };
 
 }  // namespace sandboxrun

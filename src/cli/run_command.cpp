@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli.hpp"
+#include "result_json.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/executor.hpp"
 #include "sandboxrun/fd.hpp"
@@ -234,6 +235,8 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       if (r.outcome.stdout_truncated || r.outcome.stderr_truncated)
         spdlog::warn("the program's output was cut at output_limit ({} per stream)",
                      format_size(r.spec->limits.output_bytes));
+      if (std::string line = core::denied_summary(core::denied_to_json(r.outcome.denied, r.network)); !line.empty())
+        spdlog::warn("{}", line);
       explain_end(r, opt.file);
     }
     return r.exit_code;

@@ -169,6 +169,22 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
       r.check_keys(v, key, {"parent", "allow_degraded"});
       if (const auto p = v["parent"]) cfg.cgroup.parent = r.scalar(p, "cgroup.parent", "a cgroup path");
       if (const auto d = v["allow_degraded"]) cfg.cgroup.allow_degraded = r.boolean(d, "cgroup.allow_degraded");
+    } else if (key == "landlock") {
+      const std::string m = r.scalar(v, key, "required, best_effort or off");
+      if (m == "required") cfg.landlock = LandlockMode::required;
+      else if (m == "best_effort") cfg.landlock = LandlockMode::best_effort;
+      else if (m == "off") cfg.landlock = LandlockMode::off;
+      else r.fail(v, key, "required, best_effort or off");
+    } else if (key == "id_ranges") {
+      r.check_keys(v, key, {"base", "size", "slot_size"});
+      // Host ids below 65536 belong to accounts and system services; the top of the range is
+      // reserved ((uid_t)-1 and the overflow ids).
+      if (const auto b = v["base"]) cfg.id_ranges.base = static_cast<uint32_t>(r.integer(b, "id_ranges.base", 65536, 4000000000u));
+      if (const auto z = v["size"]) cfg.id_ranges.size = static_cast<uint32_t>(r.integer(z, "id_ranges.size", 2, 1u << 24));
+      if (const auto z = v["slot_size"])
+        cfg.id_ranges.slot_size = static_cast<uint32_t>(r.integer(z, "id_ranges.slot_size", 2, 65536));
+      if (cfg.id_ranges.size < cfg.id_ranges.slot_size)
+        r.fail(v, key, "a size of at least one slot (size >= slot_size)");
     } else if (key == "monitoring") {
       r.check_keys(v, key, {"enabled", "interval"});
       if (const auto e = v["enabled"]) cfg.monitoring = r.boolean(e, "monitoring.enabled");

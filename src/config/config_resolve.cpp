@@ -74,6 +74,8 @@ SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrid
   s.network.extra_hosts = pick(lv.extra_hosts, b.extra_hosts, {});
   s.network.allow_networks = pick(lv.allow_networks, b.allow_networks, {});
   s.cgroup = cfg.cgroup;
+  s.landlock = cfg.landlock;
+  s.id_ranges = cfg.id_ranges;
   s.monitoring = cfg.monitoring;
   s.monitor_interval = std::chrono::milliseconds(cfg.monitor_interval_ms);
 

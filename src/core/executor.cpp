@@ -241,6 +241,8 @@ void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchR
   launch.wipe_end = req.wipe_end;
   launch.inputs = &req.inputs;
   launch.stdin_fd = req.stdin_fd;
+  // Claimed here, not in the launcher, so that run_start can name the host ids the run will use.
+  if (::geteuid() == 0) launch.id_slot = std::make_shared<const IdSlot>(IdSlot::claim(spec.id_ranges));
   launch.spec = spec;
   r.spec = std::move(spec);
 }
@@ -257,12 +259,12 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   // --output: filled from /work after the run.
   UniqueFd work_dir;
   if (out_dir) launch.on_work_dir = [&work_dir](UniqueFd fd) { work_dir = std::move(fd); };
-  append("run_start", r,
-         {{"code", code}, {"trust_requested", to_string(r.decision.requested)}, {"trust_used", to_string(spec.trust)},
-          {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
-          {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
-          {"overridden", r.decision.overridden}, {"inputs", records_to_json(r.inputs)}},
-         /*durable=*/false);
+  json start = {{"code", code}, {"trust_requested", to_string(r.decision.requested)}, {"trust_used", to_string(spec.trust)},
+                {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
+                {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
+                {"overridden", r.decision.overridden}, {"inputs", records_to_json(r.inputs)}};
+  if (launch.id_slot) start["id_slot"] = core::id_slot_to_json(launch.id_slot->info());
+  append("run_start", r, std::move(start), /*durable=*/false);
   // The record must be on disk before any untrusted code runs, but the sync (an fdatasync, ~5 ms)
   // need not delay the sandbox's setup: the launcher holds the payload back until it is done.
   launch.before_exec = [this] {
@@ -312,6 +314,10 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
     end["outputs"] = records_to_json(r.outputs->files);
     end["outputs_truncated"] = r.outputs->truncated;
     end["outputs_skipped"] = r.outputs->skipped_count;
+  }
+  if (json denied = core::denied_to_json(o.denied, r.network); !denied.is_null()) {
+    denied["code"] = code;
+    append("denied", r, std::move(denied));
   }
   r.audit_seq = append("run_end", r, std::move(end));
 }

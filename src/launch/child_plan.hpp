@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "etc_files.hpp"
+#include "landlock.hpp"
 
 namespace sandboxrun::launch {
 
@@ -58,15 +59,18 @@ struct ChildPlan {
   std::string hostname;
   uid_t uid = 1000;
   gid_t gid = 1000;
-  bool user_namespace = false;
+  bool id_slot = false;  // root launcher: ids map onto a slot, setgroups stays allowed
   bool proxy_socket = false;
   unsigned long root_remount_flags = 0;  // MS_* flags for the read-only remount of the root
+  LandlockPlan landlock;
+  std::string test_bind_source, test_bind_target;  // SandboxSpec::test_extra_writable_bind
 
   // fds (already open in the parent; inherited by the fork-like clone).
   int sync_read = -1;    // parent writes one byte once ids and cgroup are in place
   int error_write = -1;  // ChildError; O_CLOEXEC so a successful execve closes it
   int status_write = -1; // pid 1 writes the payload's wait status here
   int control_write = -1;// unix socket to pass fds (proxy listening socket, /work) to the parent
+  int notify_write = -1; // unix socket to pass the seccomp listener to the parent; -1: no notify
   int stdin_fd = -1, stdout_write = -1, stderr_write = -1;
 
   cap_t empty_caps = nullptr;  // prepared with cap_init(): all five sets cleared

@@ -1,5 +1,6 @@
 // One file descriptor over a unix socket (SCM_RIGHTS) with a one-byte payload: the child sends the
-// proxy's listening socket (network_setup.cpp), the launcher receives it (monitor.cpp).
+// proxy's listening socket (network_setup.cpp) and the payload its seccomp listener (reaper.cpp);
+// the launcher receives them (monitor.cpp).
 // send_fd runs in the cloned child between clone() and execve(): no allocation, no exceptions.
 #pragma once
 

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "child_plan.hpp"
+#include "id_slots_child.hpp"
 #include "monitor.hpp"
 #include "namespaces.hpp"
 #include "sandboxrun/error.hpp"
@@ -105,7 +106,7 @@ void add_work_files(const LaunchRequest& req, ChildPlan& p, const std::string& s
   p.pass_work_dir = static_cast<bool>(req.on_work_dir);
 }
 
-void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
+void build_plan(const LaunchRequest& req, ChildPlan& p) {
   const auto& spec = req.spec;
   p.rootfs = std::filesystem::canonical(spec.rootfs).string();
   p.proc_dir = p.rootfs + "/proc";
@@ -137,9 +138,13 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.hostname = spec.hostname;
   p.uid = spec.uid;
   p.gid = spec.gid;
-  p.user_namespace = user_namespace;
   p.proxy_socket = spec.network.mode == NetworkMode::allowlist;
   p.seccomp = req.seccomp->fprog();
+  launch::prepare_landlock(spec, p.landlock);
+  if (!spec.test_extra_writable_bind.empty()) {
+    p.test_bind_source = spec.test_extra_writable_bind;
+    p.test_bind_target = p.rootfs + "/mnt";
+  }
 
   p.argv_storage = {spec.python, "-B", "/work/" + name};
   for (const auto& a : req.args) p.argv_storage.push_back(a);
@@ -184,7 +189,11 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   const auto& spec = req.spec;
   if (!req.seccomp) throw Error("launch request without a seccomp program", "compile spec.seccomp_profile first");
   validate_rootfs(spec.rootfs.string(), spec.python);
-  const bool user_namespace = ::geteuid() != 0;
+  // Always a user namespace: unprivileged, it maps the caller's own id; as root, a slot of the
+  // reserved range, held until the sandbox is gone (declared before the cgroup, released after it).
+  std::shared_ptr<const IdSlot> slot = req.id_slot;
+  if (!slot && ::geteuid() == 0) slot = std::make_shared<const IdSlot>(IdSlot::claim(spec.id_ranges));
+  if (slot) out.id_slot = slot->info();
 
   std::string degraded_reason;
   auto cgroup_started = std::chrono::steady_clock::now();
@@ -195,7 +204,9 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   else out.degradations.push_back("no cgroup: memory, pids and cpu limits are not enforced (" + degraded_reason + ")");
 
   ChildPlan plan;
-  build_plan(req, plan, user_namespace);
+  build_plan(req, plan);
+  out.landlock_abi = plan.landlock.abi;
+  plan.id_slot = slot != nullptr;
   CapsGuard caps;
   if (!caps.caps) throw_errno("cap_init");
   plan.empty_caps = caps.caps;
@@ -222,11 +233,20 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   if ((plan.proxy_socket || plan.pass_work_dir) && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     throw_errno("socketpair for the control socket");
   UniqueFd control_read(sv[0]), control_write(sv[1]);
+  // Denials reported, not just refused, when the profile allows it (SeccompProgram).
+  int nv[2] = {-1, -1};
+  out.denied.notify = !req.seccomp->notify_instructions.empty();
+  if (out.denied.notify) {
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, nv) != 0) throw_errno("socketpair for the seccomp listener");
+    plan.seccomp = req.seccomp->notify_fprog();
+  }
+  UniqueFd notify_read(nv[0]), notify_write(nv[1]);
 
   plan.sync_read = sync.read.get();
   plan.error_write = error.write.get();
   plan.status_write = status.write.get();
   plan.control_write = control_write.get();
+  plan.notify_write = notify_write.get();
   plan.stdin_fd = in_pipe.read ? in_pipe.read.get() : devnull.get();
   plan.stdout_write = out_pipe.write.get();
   plan.stderr_write = err_pipe.write.get();
@@ -235,7 +255,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   const gid_t outside_gid = ::getegid();
   auto started = std::chrono::steady_clock::now();
   launch::CloneResult child =
-      launch::clone_sandbox(launch::namespace_flags(user_namespace), cgroup ? cgroup->clone_into_fd() : -1);
+      launch::clone_sandbox(launch::namespace_flags(), cgroup ? cgroup->clone_into_fd() : -1);
   if (child.pid == 0) launch::child_main(plan);  // never returns
   ChildGuard guard(child.pid);
 
@@ -247,8 +267,10 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   err_pipe.write.reset();
   control_write.reset();
   in_pipe.read.reset();
+  notify_write.reset();
 
-  if (user_namespace) launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
+  if (slot) launch::write_slot_id_maps(child.pid, slot->info(), spec.uid, spec.gid);
+  else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
   if (cgroup && !child.clone_into_cgroup) cgroup->add_process(child.pid);
   if (req.cgroup_warmup) req.cgroup_warmup->stop();
   // Two releases: 'G' lets pid 1 set itself up, 'E' lets it start the payload. Between them the
@@ -269,8 +291,11 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   fds.error_read = std::move(error.read);
   fds.control_read = std::move(control_read);
   fds.stdin_write = std::move(in_pipe.write);
+  fds.notify_read = std::move(notify_read);
   // Once the monitor has reaped pid 1 the guard must not touch that pid again (it may be reused).
   if (launch::monitor_sandbox(req, child.pid, fds, cgroup.get(), out, started)) guard.release();
+  // A successful execve of the payload (spawn timed) means pid 1 applied the ruleset before it.
+  out.landlock_enforced = out.landlock_abi > 0 && out.timings.spawn.count() > 0;
   cgroup.reset();  // kill stragglers and remove the cgroup now, inside the teardown timing
   if (out.timings.run.count() > 0)
     out.timings.teardown = std::chrono::duration_cast<std::chrono::microseconds>(

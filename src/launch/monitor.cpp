@@ -15,6 +15,7 @@
 #include "fd_passing.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
+#include "seccomp_notify.hpp"
 
 namespace sandboxrun::launch {
 
@@ -180,6 +181,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
   }
   auto next_sample = Clock::now() + interval;
 
+  DeniedListener denied(out.denied);
   bool pid1_exited = false, status_known = false, timed_out = false;
   int killed_by_signal = 0;
   int wait_status = 0;
@@ -202,10 +204,10 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     // After pid 1 is gone, every writer is dead; give the pipes a moment to drain.
     if (pid1_exited && Clock::now() - exit_seen > milliseconds(2000)) break;
 
-    pollfd pfd[8];
+    pollfd pfd[10];
     int n = 0;
     int idx_out = -1, idx_err = -1, idx_pid = -1, idx_status = -1, idx_error = -1, idx_ctl = -1, idx_sig = -1;
-    int idx_in = -1;
+    int idx_in = -1, idx_notify = -1, idx_listener = -1;
     if (in.wants_read()) { idx_in = n; pfd[n++] = {in.src, POLLIN, 0}; }
     else if (in.wants_write()) { idx_in = n; pfd[n++] = {in.dst->get(), POLLOUT, 0}; }
     if (streams[0].open) { idx_out = n; pfd[n++] = {streams[0].fd, POLLIN, 0}; }
@@ -214,11 +216,14 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     if (fds.status_read) { idx_status = n; pfd[n++] = {fds.status_read.get(), POLLIN, 0}; }
     if (fds.error_read) { idx_error = n; pfd[n++] = {fds.error_read.get(), POLLIN, 0}; }
     if (fds.control_read) { idx_ctl = n; pfd[n++] = {fds.control_read.get(), POLLIN, 0}; }
+    if (fds.notify_read) { idx_notify = n; pfd[n++] = {fds.notify_read.get(), POLLIN, 0}; }
+    auto now = Clock::now();
+    if (int lfd = denied.poll_fd(now); lfd >= 0) { idx_listener = n; pfd[n++] = {lfd, POLLIN, 0}; }
     idx_sig = n;
     pfd[n++] = {signals.fd(), POLLIN, 0};
 
-    auto now = Clock::now();
     auto wake = std::min(deadline, next_sample);
+    if (denied.throttled(now)) wake = std::min(wake, denied.throttled_until());
     if (pid1_exited) wake = std::min(wake, exit_seen + milliseconds(2000));
     int timeout_ms = static_cast<int>(std::max<int64_t>(
         0, std::chrono::duration_cast<milliseconds>(wake - now).count() + 1));
@@ -264,6 +269,12 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
       else if (tag == kProxySocketTag && req.on_proxy_socket) req.on_proxy_socket(std::move(passed));
       else if (tag == kWorkDirTag && req.on_work_dir) req.on_work_dir(std::move(passed));
     }
+    if (ready(idx_notify)) {
+      UniqueFd listener = receive_fd(fds.notify_read.get());
+      if (listener) denied.attach(std::move(listener));
+      fds.notify_read.reset();
+    }
+    if (idx_listener >= 0 && r > 0 && pfd[idx_listener].revents) denied.handle(pfd[idx_listener].revents);
     if (ready(idx_sig)) {
       signalfd_siginfo si;
       if (::read(signals.fd(), &si, sizeof si) == sizeof si) {
@@ -350,6 +361,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     out.exit_code = 128 + out.signal;
     // OOM is read from the cgroup's memory events, never guessed from SIGKILL.
     out.status = out.usage.oom_kills > 0 && out.signal == SIGKILL ? RunStatus::oom : RunStatus::signaled;
+    out.denied.killed_by_seccomp = out.signal == SIGSYS;
   } else if (out.usage.oom_kills > 0) {
     out.status = RunStatus::oom;  // pid 1 itself was chosen by the OOM killer
     out.exit_code = 128 + SIGKILL;

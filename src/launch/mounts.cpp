@@ -127,6 +127,9 @@ bool setup_mounts(const ChildPlan& plan) {
   if (!setup_dev(plan)) return false;
   if (!mount_tmpfs(plan, plan.tmp_dir, MS_NOSUID | MS_NODEV, plan.tmp_opts)) return false;
   if (!setup_run(plan)) return false;
+  if (!plan.test_bind_source.empty() &&
+      !bind(plan, plan.test_bind_source, plan.test_bind_target, MS_NOSUID | MS_NODEV))
+    return false;
   if (!setup_work(plan)) return false;
   if (!mount_etc_files(plan)) return false;
   if (::mount(nullptr, plan.rootfs.c_str(), nullptr, MS_BIND | MS_REMOUNT | plan.root_remount_flags, nullptr) != 0)

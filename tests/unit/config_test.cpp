@@ -105,6 +105,11 @@ TEST(Config, BadInputNamesFileLineKeyAndExpectation) {
       {"monitoring:\n  interval: 1\n", "monitoring.interval"},
       {"cgroup:\n  parnet: x\n", "cgroup.parnet"},
       {"default_trust: maybe\n", "default_trust"},
+      {"landlock: maybe\n", "required, best_effort or off"},
+      {"id_ranges:\n  base: 1000\n", "id_ranges.base"},
+      {"id_ranges:\n  size: 2\n  slot_size: 4\n", "size >= slot_size"},
+      {"id_ranges:\n  slot_size: 1\n", "id_ranges.slot_size"},
+      {"id_ranges:\n  bsae: 1\n", "id_ranges.bsae"},
       {"a: [\n", "invalid YAML"},
       {"- just\n- a list\n", "(top level)"},
   };
@@ -115,6 +120,17 @@ TEST(Config, BadInputNamesFileLineKeyAndExpectation) {
   }
   EXPECT_NE(error_of("cpu_count: 1\nmem_limit: 1x\n").find("sandbox.yaml:2"), std::string::npos)
       << "the line of the bad value must be named";
+}
+
+TEST(Config, LandlockAndIdRangesReachTheSpec) {
+  SandboxConfig cfg = parse("landlock: required\nid_ranges:\n  base: 300000000\n  size: 64\n  slot_size: 4\n");
+  SandboxSpec s = resolve_spec(cfg, Trust::untrusted, {}, big_host());
+  EXPECT_EQ(s.landlock, LandlockMode::required);
+  EXPECT_EQ(s.id_ranges.base, 300000000u);
+  EXPECT_EQ(s.id_ranges.slots(), 16u);
+  EXPECT_TRUE(s.test_extra_writable_bind.empty()) << "the fault injection is never set from a config";
+  EXPECT_EQ(parse("landlock: off\n").landlock, LandlockMode::off);
+  EXPECT_EQ(parse("cpu_count: 1\n").landlock, LandlockMode::best_effort);
 }
 
 TEST(Config, LevelsOverrideTheBase) {
