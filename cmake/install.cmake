@@ -42,8 +42,9 @@ install(FILES ${CMAKE_BINARY_DIR}/libsandboxrun.a DESTINATION ${CMAKE_INSTALL_LI
 install(FILES
   include/sandboxrun/executor.hpp include/sandboxrun/assess.hpp include/sandboxrun/assess_analyzer.hpp
   include/sandboxrun/audit.hpp include/sandboxrun/cgroup.hpp include/sandboxrun/config.hpp
-  include/sandboxrun/error.hpp include/sandboxrun/fd.hpp include/sandboxrun/launch.hpp
-  include/sandboxrun/seccomp.hpp include/sandboxrun/spec.hpp
+  include/sandboxrun/error.hpp include/sandboxrun/fd.hpp include/sandboxrun/id_slots.hpp
+  include/sandboxrun/job_io.hpp include/sandboxrun/launch.hpp include/sandboxrun/seccomp.hpp
+  include/sandboxrun/spec.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sandboxrun)
 
 # What a static link of the library needs from the system (the shared forms of the libraries).

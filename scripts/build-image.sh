@@ -32,6 +32,8 @@ layout=$store/images/default
 rootfs=$store/rootfs/default
 stamp=$store/rootfs/.default.digest
 packages=python3,python3-pip
+# Bumped whenever the recipe changes, so that existing layouts are rebuilt (stored in .packages).
+recipe="$packages mountpoints-1"
 
 die() { echo "build-image.sh: $*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || die "must run as root (mmdebstrap keeps the image's file ownership); try: sudo $0"
@@ -66,16 +68,19 @@ build_layout() {
   echo "build-image.sh: mmdebstrap $suite (python3) ..." >&2
   # Docs, man pages and translations are not needed to run Python; copyright files stay.
   # /dev is emptied (the launcher builds its own minimal /dev; the directory stays as a
-  # mountpoint); /run, /tmp and /proc come from base-files.
+  # mountpoint); /run, /tmp and /proc come from base-files. /work and empty /etc/hosts,
+  # /etc/hostname and /etc/resolv.conf are mount points for the per-run working directory and
+  # files (the image is read-only at run time, so they cannot be made then).
   mmdebstrap --quiet --variant=essential --include="$packages" \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/info/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+    --customize-hook='mkdir -p "$1/work" && touch "$1/etc/hosts" "$1/etc/hostname" "$1/etc/resolv.conf"' \
     "$suite" - "deb $mirror $suite main" \
     | tar --delete --wildcards './dev/?*' >"$work/rootfs.tar"
-  for dir in ./dev/ ./proc/ ./tmp/ ./run/ ./usr/bin/python3; do
+  for dir in ./dev/ ./proc/ ./tmp/ ./run/ ./work/ ./etc/hosts ./usr/bin/python3; do
     tar -tf "$work/rootfs.tar" "$dir" >/dev/null 2>&1 || die "the rootfs tar lacks $dir"
   done
 
@@ -112,10 +117,10 @@ build_layout() {
 }
 
 mkdir -p "$store/images" "$store/rootfs"
-# The package list is part of the image: a layout built from another list is rebuilt.
-if (( rebuild )) || [[ ! -f $layout/index.json ]] || [[ "$(cat "$layout/.packages" 2>/dev/null)" != "$packages" ]]; then
+# The recipe is part of the image: a layout built from another one is rebuilt.
+if (( rebuild )) || [[ ! -f $layout/index.json ]] || [[ "$(cat "$layout/.packages" 2>/dev/null)" != "$recipe" ]]; then
   build_layout
-  echo "$packages" >"$layout/.packages"
+  echo "$recipe" >"$layout/.packages"
 fi
 
 digest=$(manifest_digest)
