@@ -81,8 +81,12 @@ set(CPACK_PACKAGE_NAME sandboxrun)
 set(CPACK_PACKAGE_VENDOR "sandboxrun")
 set(CPACK_PACKAGE_CONTACT "sandboxrun maintainers <root@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "run untrusted Python with Docker-grade isolation, without a daemon")
+# The package installs below /usr whatever the build was configured with; the configuration
+# then goes to /etc/sandboxrun (see the install(CODE) above), as absolute paths in DESTDIR mode.
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-set(CPACK_SET_DESTDIR ON)  # absolute /etc/sandboxrun lands in the package, not under /usr
+set(CPACK_INSTALL_PREFIX /usr)
+set(CPACK_SET_DESTDIR ON)
+set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # Building the default image needs mmdebstrap; python3 is inside the image, not on the host.
