@@ -62,6 +62,8 @@ void Analyzer::start_statement() {
   self_refs_ = 0;
   saw_plus_ = saw_mul_ = doubles_ = false;
   def_pending_ = false;
+  return_fn_.clear();
+  for_in_ = false;
   as_pending_ = false;
   bare_strings_ = true;
   deferred_strings_.clear();
@@ -251,6 +253,7 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     return;
   }
   if (frames_.size() == 1 && ((!targets_.empty() && name == targets_[0]) || name == aug_target_)) ++self_refs_;
+  python2_statement(line, true);
   flush();
   prim_ = Primary{true, resolve(name), std::string(name), {}, line};
 }
@@ -273,7 +276,15 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
     return;
   }
   if (kw == "break") mark_exit(false);
-  if (kw == "return") mark_exit(true);
+  if (kw == "return") {
+    mark_exit(true);
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
+      if (it->kind == BlockKind::function) {
+        return_fn_ = it->name + "()";
+        break;
+      }
+  }
+  if (kw == "in" && header_ == Header::for_ && !header_colon_ && frames_.size() == 1) for_in_ = true;
   if (kw == "as") {
     as_pending_ = true;
     as_value_ = frames_.back().cur;
@@ -317,15 +328,25 @@ void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
   if (was_string && prim_.active && prim_.val.kind == Kind::string) {
     append_capped(prim_.val.text, value, kMaxText);  // implicit concatenation
   } else {
-    // Python 2 `exec "code"`: treat as a call.
-    if (prim_.active && prim_.raw_name == "exec" && frames_.back().kind == FrameKind::statement &&
-        frames_.back().cur.kind == Kind::none) {
-      push_call(line);
-    }
+    python2_statement(line, false);
     flush();
     prim_ = Primary{true, ArgInfo{{}, Kind::string, std::move(value)}, {}, {}, line};
   }
   prev_string_ = true;
+}
+
+// Python 2 statements, `exec code` and `print x`: a statement that starts with the bare name and
+// goes on with a name or a string, which Python 3 rejects. The file cannot run as Python 3
+// (the python2 detector), and `exec code` is still read as the call it was.
+void Analyzer::python2_statement(uint32_t line, bool before_name) {
+  if (!prim_.active || frames_.back().kind != FrameKind::statement || frames_.back().cur.kind != Kind::none ||
+      frames_.size() != 1 || !frames_.back().args.empty())
+    return;
+  if (prim_.raw_name != "exec" && prim_.raw_name != "print") return;
+  if (prim_.line != line) return;  // the name ended its own line: a bare expression statement
+  (void)before_name;
+  sink_.on_detector(Detector::python2, line, prim_.raw_name + " statement");
+  if (prim_.raw_name == "exec") push_call(line);
 }
 
 void Analyzer::on_op(const Token& t, uint32_t line) {
@@ -333,6 +354,22 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   // Single-character operators by value: this runs for every operator token.
   const char c = op.size() == 1 ? op[0] : '\0';
   Frame& top = frames_.back();
+  // `for key in os.environ:` walks the whole environment, as os.environ.items() does.
+  if (c == ':' && for_in_ && !header_colon_ && frames_.size() == 1 && prim_.active && is_name_kind(prim_.val.kind)) {
+    const std::string it = detail::canonical(prim_.val.text);
+    if (it == "os.environ" || it == "os.environb") report_call(it + ".__iter__", {}, prim_.line);
+  }
+  // `bytes(b ^ key for b in data)`, `chr(ord(c) ^ k)`: bytes decoded with an XOR key.
+  if (c == '^') {
+    for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
+      if (it->kind != FrameKind::call || !is_name_kind(it->callee.kind)) continue;
+      const std::string q = detail::canonical(it->callee.text);
+      if (q == "bytes" || q == "bytearray" || q == "chr") {
+        sink_.on_detector(Detector::xor_decode, line, q);
+        break;
+      }
+    }
+  }
   if (c == '.') {
     if (prim_.active) dot_pending_ = true;
     return;
@@ -466,12 +503,27 @@ void Analyzer::end_statement(bool suite_continues) {
       report_call("<grow>", {}, stmt_line_);
     Frame& s = frames_.back();
     finish_arg(s);
+    if (!return_fn_.empty() && s.args.size() == 1) {
+      const ArgInfo& v = s.args[0];
+      // Only values that carry evidence: a constant, folded or decoded string. A later return
+      // of a plain computed value does not erase what an earlier one showed.
+      if ((v.kind == Kind::string && (!v.dynamic || v.folded || v.decoded)) || v.decoded) {
+        if (returns_.size() < kMaxSymbols) {
+          ArgInfo r = v;
+          r.keyword.clear();
+          if (r.text.size() > kMaxSymbolText) r.text.resize(kMaxSymbolText);
+          returns_[return_fn_] = std::move(r);
+        }
+      }
+    }
     if (!targets_.empty()) {
       ArgInfo value = s.args.size() == 1 ? s.args[0] : container(s.args);
       for (const auto& t : targets_) {
         // Computed strings keep their constant pieces: a path or command built in steps
         // still reaches the call that uses it.
-        if (value.kind == Kind::string || is_name_kind(value.kind)) {
+        // A tuple keeps its text too: LISTEN = ("", 5140) reaches bind(LISTEN).
+        if (value.kind == Kind::string || is_name_kind(value.kind) ||
+            (value.kind == Kind::container && targets_.size() == 1)) {
           bind(t, value);
         } else if (value.decoded) {
           bind(t, ArgInfo{{}, Kind::expr, {}, true, false, true});

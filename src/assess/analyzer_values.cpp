@@ -189,7 +189,12 @@ ArgInfo Analyzer::container(std::vector<ArgInfo>& items) {
   for (auto& a : items) {
     if (!c.text.empty()) append_capped(c.text, "\x1f", kMaxText);
     if (a.kind == Kind::string) append_capped(c.text, a.text, kMaxText);
-    if (a.kind != Kind::string && a.kind != Kind::literal) c.dynamic = true;
+    // A non-constant item reads "{}", as in paths: ("", port) is the empty host, (host, port)
+    // is not.
+    if (a.kind != Kind::string && a.kind != Kind::literal) {
+      c.dynamic = true;
+      append_capped(c.text, "{}", kMaxText);
+    }
     c.dynamic |= a.dynamic;
     c.decoded |= a.decoded;
   }
@@ -258,6 +263,9 @@ ArgInfo Analyzer::close_call(Frame& f) {
       }
   }
   report_call(qual, args, f.line);
+  if (qual.starts_with("local:")) {
+    if (auto it = returns_.find(qual + "()"); it != returns_.end()) return it->second;
+  }
 
   if (is_path_builder(qual)) {
     // A piece that is not a constant reads "{}", so that anchored path patterns cannot match
