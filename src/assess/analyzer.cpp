@@ -63,6 +63,8 @@ void Analyzer::start_statement() {
   saw_plus_ = saw_mul_ = doubles_ = false;
   def_pending_ = false;
   return_fn_.clear();
+  unpack_names_.clear();
+  unpack_.clear();
   for_in_ = false;
   as_pending_ = false;
   bare_strings_ = true;
@@ -406,6 +408,13 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   flush();
   if (overflow_) return;
   if (c == ',') {
+    // `a, b = ...`: remember the names before the '=' so that each can take its item.
+    if (frames_.size() == 1 && header_ == Header::none && targets_.empty()) {
+      if (!last_flushed_raw_.empty() && last_flushed_single_ && top.cur.kind != Kind::none && unpack_names_.size() < 4)
+        unpack_names_.push_back(last_flushed_raw_);
+      else
+        unpack_names_.push_back({});  // not a plain name: its position still counts
+    }
     finish_arg(top);
     return;
   }
@@ -454,6 +463,11 @@ void Analyzer::on_assign(Frame& top) {
         top.cur = ArgInfo{};
         top.cur.keyword = last_flushed_raw_;
       } else {
+        if (targets_.empty() && !unpack_names_.empty() && unpack_names_.size() + 1 == top.args.size() + 1) {
+          unpack_ = unpack_names_;
+          unpack_.push_back(last_flushed_raw_);
+          top.args.clear();
+        }
         if (targets_.size() < 4) targets_.push_back(last_flushed_raw_);
         top.cur = ArgInfo{};
       }
@@ -514,6 +528,18 @@ void Analyzer::end_statement(bool suite_continues) {
           if (r.text.size() > kMaxSymbolText) r.text.resize(kMaxSymbolText);
           returns_[return_fn_] = std::move(r);
         }
+      }
+    }
+    if (unpack_.size() > 1) {
+      // `HOST, PORT = "", 9009`: each name takes its item (the last name was bound below to
+      // the whole tuple; it is rebound here).
+      targets_.clear();
+      for (size_t i = 0; i < unpack_.size(); ++i) {
+        if (unpack_[i].empty()) continue;
+        const bool item = s.args.size() == unpack_.size() &&
+                          (s.args[i].kind == Kind::string || is_name_kind(s.args[i].kind));
+        if (item) bind(unpack_[i], s.args[i]);
+        else symbols_.erase(unpack_[i]);
       }
     }
     if (!targets_.empty()) {

@@ -186,8 +186,12 @@ bool Analyzer::any_decoded(const std::vector<ArgInfo>& args) {
 ArgInfo Analyzer::container(std::vector<ArgInfo>& items) {
   ArgInfo c;
   c.kind = Kind::container;
+  bool first = true;
   for (auto& a : items) {
-    if (!c.text.empty()) append_capped(c.text, "\x1f", kMaxText);
+    // A separator between every two items, empty ones too: "-".join(["", "b"]) is "-b", and
+    // ("", port) must not read as (port).
+    if (!first) append_capped(c.text, "\x1f", kMaxText);
+    first = false;
     if (a.kind == Kind::string) append_capped(c.text, a.text, kMaxText);
     // A non-constant item reads "{}", as in paths: ("", port) is the empty host, (host, port)
     // is not.
