@@ -303,21 +303,6 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
   f.after_plus = false;
 }
 
-void Analyzer::bind(const std::string& name, const ArgInfo& value) {
-  if (symbols_.size() >= kMaxSymbols && !symbols_.count(name)) return;
-  ArgInfo v = value;
-  v.keyword.clear();
-  if (is_name_kind(v.kind)) v.text = detail::canonical(v.text);
-  // Every use of a name copies its value: keep long constants short, and read them as
-  // code once here in case they are exec'd later.
-  if (v.kind == Kind::string && v.text.size() > kMaxSymbolText) {
-    if (!v.dynamic && looks_like_text(v.text)) enqueue(v.text, stmt_line_, depth_ + 1);
-    v.text.resize(kMaxSymbolText);
-    v.dynamic = true;
-  }
-  symbols_[name] = std::move(v);
-}
-
 void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
   std::string value = string_value(t);
   if (value.size() >= limits_.entropy_min_length && detail::is_entropy_blob(value, limits_))
@@ -335,20 +320,6 @@ void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
     prim_ = Primary{true, ArgInfo{{}, Kind::string, std::move(value)}, {}, {}, line};
   }
   prev_string_ = true;
-}
-
-// Python 2 statements, `exec code` and `print x`: a statement that starts with the bare name and
-// goes on with a name or a string, which Python 3 rejects. The file cannot run as Python 3
-// (the python2 detector), and `exec code` is still read as the call it was.
-void Analyzer::python2_statement(uint32_t line, bool before_name) {
-  if (!prim_.active || frames_.back().kind != FrameKind::statement || frames_.back().cur.kind != Kind::none ||
-      frames_.size() != 1 || !frames_.back().args.empty())
-    return;
-  if (prim_.raw_name != "exec" && prim_.raw_name != "print") return;
-  if (prim_.line != line) return;  // the name ended its own line: a bare expression statement
-  (void)before_name;
-  sink_.on_detector(Detector::python2, line, prim_.raw_name + " statement");
-  if (prim_.raw_name == "exec") push_call(line);
 }
 
 void Analyzer::on_op(const Token& t, uint32_t line) {
@@ -453,32 +424,6 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     to_expr(top.cur);
   }
   top.after_plus = false;
-}
-
-void Analyzer::on_assign(Frame& top) {
-  // flush() ran: a bare NAME just before '=' is now the whole current argument.
-  if (top.kind == FrameKind::call || top.kind == FrameKind::statement) {
-    if (!last_flushed_raw_.empty() && top.cur.kind != Kind::none && last_flushed_single_) {
-      if (top.kind == FrameKind::call) {
-        top.cur = ArgInfo{};
-        top.cur.keyword = last_flushed_raw_;
-      } else {
-        if (targets_.empty() && !unpack_names_.empty() && unpack_names_.size() + 1 == top.args.size() + 1) {
-          unpack_ = unpack_names_;
-          unpack_.push_back(last_flushed_raw_);
-          top.args.clear();
-        }
-        if (targets_.size() < 4) targets_.push_back(last_flushed_raw_);
-        top.cur = ArgInfo{};
-      }
-      top.after_plus = false;
-      return;
-    }
-    top.cur = ArgInfo{};
-    top.args.clear();
-    return;
-  }
-  top.cur.dynamic = true;
 }
 
 void Analyzer::on_header_colon() {
