@@ -63,6 +63,7 @@ void Analyzer::start_statement() {
   saw_plus_ = saw_mul_ = doubles_ = false;
   def_pending_ = false;
   return_fn_.clear();
+  except_stmt_ = false;
   unpack_names_.clear();
   unpack_.clear();
   for_in_ = false;
@@ -185,6 +186,7 @@ void Analyzer::on_token(const Token& t) {
       else if (t.text == "for") header_ = Header::for_;
       else if (t.text == "def" || t.text == "class" || t.text == "async") header_ = Header::def_;
       else if (is_keyword(t.text)) header_ = Header::other;
+      except_stmt_ = t.text == "except";
     }
     if (header_ == Header::while_) return;
   }
@@ -193,6 +195,24 @@ void Analyzer::on_token(const Token& t) {
   }
   if (frames_.back().kind == FrameKind::subscript && !overflow_ && t.text != "]")
     append_capped(frames_.back().sig, t.text, 16);
+  // `{**os.environ}` / `dict(**os.environ)`: the whole environment is copied, as by .copy().
+  if (unpack_env_ && t.kind != TokKind::name && !(t.kind == TokKind::op && t.text == ".")) {
+    unpack_env_ = false;
+    if (prim_.active && is_name_kind(prim_.val.kind)) {
+      const std::string q = detail::canonical(prim_.val.text);
+      if (q == "os.environ" || q == "os.environb") {
+        report_call(q + ".copy", {}, line);
+        // The dict literal is then a copy of the environment wherever it goes.
+        if (frames_.back().kind == FrameKind::brace) frames_.back().method = "os.environ.copy()";
+      }
+    }
+  }
+  if (t.kind == TokKind::op && t.text == "**") unpack_env_ = true;
+  // `except E, e:` is Python 2 only (Python 3 needs brackets around several exceptions).
+  if (except_stmt_ && t.kind == TokKind::op && t.text == "," && frames_.size() == 1 && !header_colon_) {
+    except_stmt_ = false;
+    sink_.on_detector(Detector::python2, line, "except E, e");
+  }
   const bool was_dot = dot_pending_;
   const bool was_string = prev_string_;
   dot_pending_ = false;

@@ -226,6 +226,8 @@ class Analyzer {
   bool def_pending_ = false;
   std::string return_fn_;  // `return` statement: the function it returns from
   bool for_in_ = false;    // `for ... in`: the iterable follows
+  bool except_stmt_ = false;  // an `except` clause header
+  bool unpack_env_ = false;   // after `**`: the operand may be os.environ
   std::vector<std::string> unpack_names_;  // names before ',' at statement level
   std::vector<std::string> unpack_;        // `a, b = ...`: the names assigned item by item
   bool as_pending_ = false;

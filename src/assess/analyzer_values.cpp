@@ -154,7 +154,11 @@ void Analyzer::close_frame() {
       }
       [[fallthrough]];
     case FrameKind::list: result.val = container(f.args); break;
-    case FrameKind::brace: result.val = ArgInfo{{}, Kind::container, {}, true, false, any_decoded(f.args)}; break;
+    case FrameKind::brace:
+      // method: "os.environ.copy()" when the literal unpacks the environment ({**os.environ}).
+      result.val = f.method.empty() ? ArgInfo{{}, Kind::container, {}, true, false, any_decoded(f.args)}
+                                    : ArgInfo{{}, Kind::call, f.method, true, false, false};
+      break;
     case FrameKind::fstring: {
       result.val = ArgInfo{{}, Kind::string, std::move(f.cur.text), f.cur.dynamic, false, f.cur.decoded};
       if (!result.val.text.empty()) {

