@@ -195,24 +195,7 @@ void Analyzer::on_token(const Token& t) {
   }
   if (frames_.back().kind == FrameKind::subscript && !overflow_ && t.text != "]")
     append_capped(frames_.back().sig, t.text, 16);
-  // `{**os.environ}` / `dict(**os.environ)`: the whole environment is copied, as by .copy().
-  if (unpack_env_ && t.kind != TokKind::name && !(t.kind == TokKind::op && t.text == ".")) {
-    unpack_env_ = false;
-    if (prim_.active && is_name_kind(prim_.val.kind)) {
-      const std::string q = detail::canonical(prim_.val.text);
-      if (q == "os.environ" || q == "os.environb") {
-        report_call(q + ".copy", {}, line);
-        // The dict literal is then a copy of the environment wherever it goes.
-        if (frames_.back().kind == FrameKind::brace) frames_.back().method = "os.environ.copy()";
-      }
-    }
-  }
-  if (t.kind == TokKind::op && t.text == "**") unpack_env_ = true;
-  // `except E, e:` is Python 2 only (Python 3 needs brackets around several exceptions).
-  if (except_stmt_ && t.kind == TokKind::op && t.text == "," && frames_.size() == 1 && !header_colon_) {
-    except_stmt_ = false;
-    sink_.on_detector(Detector::python2, line, "except E, e");
-  }
+  token_hooks(t, line);
   const bool was_dot = dot_pending_;
   const bool was_string = prev_string_;
   dot_pending_ = false;
@@ -444,25 +427,6 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     to_expr(top.cur);
   }
   top.after_plus = false;
-}
-
-void Analyzer::on_header_colon() {
-  bool body;
-  if (header_ == Header::while_) {
-    body = while_sig_ == "True" || while_sig_ == "1" || while_sig_ == "notFalse" || while_sig_ == "not0" ||
-           while_sig_ == "notNone";
-  } else if (header_ == Header::for_) {
-    body = header_unbounded_;
-  } else {
-    body = false;
-  }
-  header_unbounded_ = body;
-  Block b;
-  if (header_ == Header::while_ || header_ == Header::for_) b.kind = BlockKind::loop;
-  else if (header_ == Header::def_ && !def_name_.empty()) b.kind = BlockKind::function;
-  b.header_unbounded = body;
-  b.name = def_name_;
-  header_block_ = std::move(b);
 }
 
 // `suite_continues`: a ';' inside a one-line suite (`while 1: os.fork(); break`).

@@ -134,6 +134,8 @@ class Analyzer {
 
   void python2_statement(uint32_t line, bool before_name);
 
+  void token_hooks(const Token& t, uint32_t line);
+
   void on_assign(Frame& top);
 
   void on_header_colon();
