@@ -237,6 +237,14 @@ ArgInfo Analyzer::close_call(Frame& f) {
       return ArgInfo{{}, Kind::call, qual + "()", true, false, decoded_args};
     }
     // Joins with short separators only: a long one would multiply text without source.
+    // "".join(reversed(s)): a string put together backwards, as s[::-1] is.
+    if (f.method == "join" && !args.empty() && args[0].kind == Kind::call && args[0].text == "reversed()") {
+      sink_.on_detector(Detector::reversed_string, f.line, "join(reversed())");
+      r.folded = true;
+      r.dynamic = true;
+      r.decoded |= decoded_args;
+      return r;
+    }
     if (f.method == "join" && r.text.size() <= 16 && !args.empty() && args[0].kind == Kind::container) {
       std::string joined;
       for (char c : args[0].text) {
@@ -408,7 +416,8 @@ void Analyzer::python2_statement(uint32_t line, bool before_name) {
   if (prim_.raw_name != "exec" && prim_.raw_name != "print") return;
   if (prim_.line != line) return;  // the name ended its own line: a bare expression statement
   (void)before_name;
-  sink_.on_detector(Detector::python2, line, prim_.raw_name + " statement");
+  // Only the file itself: docstrings read as code hold prose and doctest lines.
+  if (depth_ == 0) sink_.on_detector(Detector::python2, line, prim_.raw_name + " statement");
   if (prim_.raw_name == "exec") push_call(line);
 }
 
@@ -488,7 +497,7 @@ void Analyzer::token_hooks(const Token& t, uint32_t line) {
   }
   if (t.kind == TokKind::op && t.text == "**") unpack_env_ = true;
   // `except E, e:` is Python 2 only (Python 3 needs brackets around several exceptions).
-  if (except_stmt_ && t.kind == TokKind::op && t.text == "," && frames_.size() == 1 && !header_colon_) {
+  if (except_stmt_ && depth_ == 0 && t.kind == TokKind::op && t.text == "," && frames_.size() == 1 && !header_colon_) {
     except_stmt_ = false;
     sink_.on_detector(Detector::python2, line, "except E, e");
   }
