@@ -308,6 +308,10 @@ ArgInfo Analyzer::close_call(Frame& f) {
   append_capped(r.text, "()", kMaxQual);
   const ArgInfo* a0 = args.empty() ? nullptr : &args[0];
   const bool const0 = a0 && a0->kind == Kind::string && !a0->dynamic;
+  // bytes([112, 114, ...]): text spelled as character codes, hidden as chr() codes are.
+  if ((qual == "bytes" || qual == "bytearray") && a0 && a0->kind == Kind::container && !a0->dynamic &&
+      a0->text.find_first_not_of('\x1f') == std::string::npos && !a0->text.empty())
+    r.decoded = true;
 
   if (qual == "__import__" || qual == "importlib.import_module" || qual == "importlib.__import__") {
     if (const0) {

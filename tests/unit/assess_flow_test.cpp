@@ -92,3 +92,14 @@ TEST(AssessFlow, PythonTwoExceptClause) {
                   "except (OSError, ValueError) as e:\n    pass\n"),
             RiskLevel::medium);
 }
+
+TEST(AssessFlow, CharacterCodesAndMethodcaller) {
+  // bytes() of a literal list of codes is text spelled in numbers: executed, it is a payload.
+  EXPECT_EQ(level("code = bytes([112, 114, 105, 110, 116, 40, 49, 41])\nexec(code)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("hdr = bytes([0x89, 0x50, 0x4E, 0x47])\nprint(hdr)\n"), RiskLevel::low);
+  // A pickle that arrives base64-encoded runs whatever it encodes when loaded.
+  EXPECT_EQ(level("import pickle, base64\npickle.loads(base64.b64decode('gASVHgAAAAAAAACMBXBvc2l4lIwGc3lzdGVtlJOU'))\n"),
+            RiskLevel::blocked);
+  // os.system reached through operator.methodcaller is still a shell.
+  EXPECT_GE(level("import operator, os\noperator.methodcaller('system', 'id')(os)\n"), RiskLevel::high);
+}
