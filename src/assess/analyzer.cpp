@@ -467,7 +467,10 @@ void Analyzer::end_statement(bool suite_continues) {
         if (unpack_[i].empty()) continue;
         const bool item = s.args.size() == unpack_.size() &&
                           (s.args[i].kind == Kind::string || is_name_kind(s.args[i].kind));
+        // `fd, path = tempfile.mkstemp()`: each item comes from the call.
+        const bool from_call = s.args.size() == 1 && s.args[0].kind == Kind::call;
         if (item) bind(unpack_[i], s.args[i]);
+        else if (from_call) bind(unpack_[i], s.args[0]);
         else symbols_.erase(unpack_[i]);
       }
     }

@@ -433,7 +433,7 @@ void Analyzer::on_assign(Frame& top) {
         top.cur = ArgInfo{};
         top.cur.keyword = last_flushed_raw_;
       } else {
-        if (targets_.empty() && !unpack_names_.empty() && unpack_names_.size() + 1 == top.args.size() + 1) {
+        if (targets_.empty() && !unpack_names_.empty() && unpack_names_.size() == top.args.size()) {
           unpack_ = unpack_names_;
           unpack_.push_back(last_flushed_raw_);
           top.args.clear();
