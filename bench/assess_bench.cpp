@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "sandboxrun/assess.hpp"
-#include "sandboxrun/assess_bandit.hpp"
+#include "assess/assess_bandit.hpp"
 
 using namespace sandboxrun;
 using Clock = std::chrono::steady_clock;

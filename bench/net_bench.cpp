@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "sandboxrun/egress_proxy.hpp"
+#include "net/egress_proxy.hpp"
 #include "sandboxrun/error.hpp"
 
 using namespace sandboxrun;

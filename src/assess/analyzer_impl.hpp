@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sandboxrun/assess_analyzer.hpp"
-#include "sandboxrun/assess_tokenizer.hpp"
+#include "assess/assess_tokenizer.hpp"
 
 namespace sandboxrun::assess::detail {
 

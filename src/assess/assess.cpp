@@ -9,10 +9,10 @@
 
 #include "internal.hpp"
 #include "sandboxrun/assess.hpp"
-#include "sandboxrun/assess_bandit.hpp"
+#include "assess/assess_bandit.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
-#include "sandboxrun/size.hpp"
+#include "common/size.hpp"
 
 namespace sandboxrun {
 

@@ -1,7 +1,7 @@
 // Bandit bridge, and the runner shared with the Semgrep bridge: fork/exec without a shell,
 // stdout and stderr read through poll() until a deadline, the whole process group killed when
 // it passes.
-#include "sandboxrun/assess_bandit.hpp"
+#include "assess/assess_bandit.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

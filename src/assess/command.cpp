@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "sandboxrun/install_paths.hpp"
+#include "common/install_paths.hpp"
 #include "sandboxrun/assess.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"

@@ -4,11 +4,11 @@
 
 #include "internal.hpp"
 #include "sandboxrun/assess.hpp"
-#include "sandboxrun/assess_rules.hpp"
-#include "sandboxrun/assess_rules_cache.hpp"
+#include "assess/assess_rules.hpp"
+#include "assess/assess_rules_cache.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
-#include "sandboxrun/yaml_strict.hpp"
+#include "common/yaml_strict.hpp"
 
 namespace sandboxrun {
 

@@ -33,7 +33,7 @@ std::string canonical(std::string_view qual);
 #include <vector>
 
 #include "sandboxrun/assess.hpp"
-#include "sandboxrun/assess_rules.hpp"
+#include "assess/assess_rules.hpp"
 
 namespace sandboxrun::assess::detail {
 

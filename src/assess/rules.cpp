@@ -4,10 +4,10 @@
 #include <set>
 
 #include "internal.hpp"
-#include "sandboxrun/assess_rules.hpp"
+#include "assess/assess_rules.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
-#include "sandboxrun/yaml_strict.hpp"
+#include "common/yaml_strict.hpp"
 
 namespace sandboxrun::assess {
 

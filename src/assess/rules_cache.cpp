@@ -1,7 +1,7 @@
 // The compiled form of a RuleSet (a length-prefixed binary encoding of its rules; the index
 // and regular expressions are rebuilt from it) and the cache that stores it. See
 // assess_rules_cache.hpp for the safety rules of the cache directory.
-#include "sandboxrun/assess_rules_cache.hpp"
+#include "assess/assess_rules_cache.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "sandboxrun/assess_bandit.hpp"
+#include "assess/assess_bandit.hpp"
 
 namespace sandboxrun::assess {
 

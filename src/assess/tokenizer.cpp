@@ -1,5 +1,5 @@
 // Python 3 tokenizer: one forward pass, explicit bounded stacks, byte-oriented (see header).
-#include "sandboxrun/assess_tokenizer.hpp"
+#include "assess/assess_tokenizer.hpp"
 
 #include <algorithm>
 #include <array>

@@ -14,10 +14,10 @@
 
 #include "internal.hpp"
 #include "sandboxrun/audit.hpp"
-#include "sandboxrun/audit_verify.hpp"
+#include "audit/audit_verify.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/size.hpp"
-#include "sandboxrun/safe_open.hpp"
+#include "common/size.hpp"
+#include "common/safe_open.hpp"
 
 extern char** environ;
 

@@ -12,8 +12,8 @@
 #include "sandboxrun/audit.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
-#include "sandboxrun/yaml_strict.hpp"
-#include "sandboxrun/safe_open.hpp"
+#include "common/yaml_strict.hpp"
+#include "common/safe_open.hpp"
 
 namespace sandboxrun {
 

@@ -1,7 +1,7 @@
 // Canonical serialization, record hashing (OpenSSL EVP) and the strict canonical-JSON scanner
 // that verify, tail and repair use instead of a full JSON parser (it is several times faster
 // and rejects anything canonical() could not have produced).
-#include "sandboxrun/audit_format.hpp"
+#include "audit/audit_format.hpp"
 
 #include <openssl/core_names.h>
 #include <openssl/evp.h>

@@ -16,10 +16,10 @@
 
 #include "internal.hpp"
 #include "sandboxrun/audit.hpp"
-#include "sandboxrun/audit_format.hpp"
-#include "sandboxrun/audit_verify.hpp"
+#include "audit/audit_format.hpp"
+#include "audit/audit_verify.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/safe_open.hpp"
+#include "common/safe_open.hpp"
 
 namespace sandboxrun {
 

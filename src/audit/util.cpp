@@ -9,9 +9,9 @@
 #include <ctime>
 
 #include "internal.hpp"
-#include "sandboxrun/audit_format.hpp"
+#include "audit/audit_format.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/safe_open.hpp"
+#include "common/safe_open.hpp"
 
 namespace sandboxrun::audit {
 

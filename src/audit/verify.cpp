@@ -1,7 +1,7 @@
 // Streaming chain verification. Reads each file once with a fixed buffer; keeps only the last
 // two records' sequence numbers and hashes (plus one record of lookahead), so memory does not
 // grow with the log.
-#include "sandboxrun/audit_verify.hpp"
+#include "audit/audit_verify.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "internal.hpp"
-#include "sandboxrun/audit_format.hpp"
+#include "audit/audit_format.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun {

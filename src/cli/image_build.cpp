@@ -11,7 +11,7 @@
 
 #include "cli.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/install_paths.hpp"
+#include "common/install_paths.hpp"
 
 namespace sandboxrun::cli {
 

@@ -11,7 +11,7 @@
 #include "sandboxrun/audit.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/image.hpp"
+#include "image/image.hpp"
 
 extern char** environ;
 

@@ -14,7 +14,7 @@
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/executor.hpp"
 #include "sandboxrun/fd.hpp"
-#include "sandboxrun/size.hpp"
+#include "common/size.hpp"
 
 namespace sandboxrun::cli {
 

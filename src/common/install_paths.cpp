@@ -1,4 +1,4 @@
-#include "sandboxrun/install_paths.hpp"
+#include "common/install_paths.hpp"
 
 #include <unistd.h>
 

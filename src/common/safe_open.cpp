@@ -1,4 +1,4 @@
-#include "sandboxrun/safe_open.hpp"
+#include "common/safe_open.hpp"
 
 #include <fcntl.h>
 #include <linux/openat2.h>

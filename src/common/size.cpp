@@ -1,4 +1,4 @@
-#include "sandboxrun/size.hpp"
+#include "common/size.hpp"
 
 #include <cctype>
 #include <charconv>

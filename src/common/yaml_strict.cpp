@@ -1,4 +1,4 @@
-#include "sandboxrun/yaml_strict.hpp"
+#include "common/yaml_strict.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/size.hpp"
+#include "common/size.hpp"
 
 namespace sandboxrun {
 

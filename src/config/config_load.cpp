@@ -10,9 +10,9 @@
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
-#include "sandboxrun/install_paths.hpp"
-#include "sandboxrun/sha256.hpp"
-#include "sandboxrun/yaml_strict.hpp"
+#include "common/install_paths.hpp"
+#include "common/sha256.hpp"
+#include "common/yaml_strict.hpp"
 
 namespace sandboxrun {
 

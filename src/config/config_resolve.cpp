@@ -6,9 +6,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "sandboxrun/install_paths.hpp"
+#include "common/install_paths.hpp"
 #include "sandboxrun/config.hpp"
-#include "sandboxrun/size.hpp"
+#include "common/size.hpp"
 
 namespace sandboxrun {
 

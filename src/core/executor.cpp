@@ -16,12 +16,12 @@
 #include "image_resolve.hpp"
 #include "result_json.hpp"
 #include "sandboxrun/audit.hpp"
-#include "sandboxrun/audit_verify.hpp"
-#include "sandboxrun/egress_proxy.hpp"
+#include "audit/audit_verify.hpp"
+#include "net/egress_proxy.hpp"
 #include "sandboxrun/fd.hpp"
-#include "sandboxrun/install_paths.hpp"
+#include "common/install_paths.hpp"
 #include "sandboxrun/seccomp.hpp"
-#include "sandboxrun/size.hpp"
+#include "common/size.hpp"
 
 namespace sandboxrun {
 

@@ -5,8 +5,8 @@
 
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
-#include "sandboxrun/image.hpp"
-#include "sandboxrun/install_paths.hpp"
+#include "image/image.hpp"
+#include "common/install_paths.hpp"
 
 namespace sandboxrun::core {
 

@@ -16,8 +16,8 @@
 
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/job_io.hpp"
-#include "sandboxrun/sha256.hpp"
-#include "sandboxrun/size.hpp"
+#include "common/sha256.hpp"
+#include "common/size.hpp"
 
 namespace sandboxrun {
 

@@ -16,8 +16,8 @@
 
 #include "confined.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/image_oci.hpp"
-#include "sandboxrun/safe_open.hpp"
+#include "image/image_oci.hpp"
+#include "common/safe_open.hpp"
 #include "unpack.hpp"
 
 namespace sandboxrun::image {

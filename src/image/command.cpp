@@ -6,9 +6,9 @@
 #include <chrono>
 
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/image.hpp"
-#include "sandboxrun/image_oci.hpp"
-#include "sandboxrun/size.hpp"
+#include "image/image.hpp"
+#include "image/image_oci.hpp"
+#include "common/size.hpp"
 
 namespace sandboxrun::image {
 

@@ -5,7 +5,7 @@
 #include <array>
 
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/image_oci.hpp"
+#include "image/image_oci.hpp"
 
 namespace sandboxrun::image {
 

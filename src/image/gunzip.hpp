@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sandboxrun/image_layer.hpp"
+#include "image/image_layer.hpp"
 
 namespace sandboxrun::image::detail {
 

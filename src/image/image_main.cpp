@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "sandboxrun/image.hpp"
+#include "image/image.hpp"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

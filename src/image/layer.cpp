@@ -18,8 +18,8 @@
 #include "confined.hpp"
 #include "gunzip.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/image_layer.hpp"
-#include "sandboxrun/size.hpp"
+#include "image/image_layer.hpp"
+#include "common/size.hpp"
 
 namespace sandboxrun::image {
 

@@ -9,7 +9,7 @@
 
 #include "confined.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/image_oci.hpp"
+#include "image/image_oci.hpp"
 
 namespace sandboxrun::image {
 

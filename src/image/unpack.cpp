@@ -10,8 +10,8 @@
 
 #include "confined.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/image_layer.hpp"
-#include "sandboxrun/image_oci.hpp"
+#include "image/image_layer.hpp"
+#include "image/image_oci.hpp"
 #include "unpack.hpp"
 
 namespace sandboxrun::image {

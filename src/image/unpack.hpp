@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
-#include "sandboxrun/image.hpp"
-#include "sandboxrun/image_oci.hpp"
+#include "image/image.hpp"
+#include "image/image_oci.hpp"
 
 namespace sandboxrun::image {
 

@@ -3,7 +3,7 @@
 // code over non-blocking sockets, where every wait is a poll() that also watches the stop
 // eventfd and a deadline. That keeps each step readable in order, stop() prompt, and the
 // relay loop simple enough to audit.
-#include "sandboxrun/egress_proxy.hpp"
+#include "net/egress_proxy.hpp"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -28,8 +28,8 @@
 #include <thread>
 
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/net_parse.hpp"
-#include "sandboxrun/net_policy.hpp"
+#include "net/net_parse.hpp"
+#include "net/net_policy.hpp"
 
 namespace sandboxrun::net {
 

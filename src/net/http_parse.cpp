@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "sandboxrun/net_parse.hpp"
+#include "net/net_parse.hpp"
 
 namespace sandboxrun::net {
 

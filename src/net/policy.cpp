@@ -1,4 +1,4 @@
-#include "sandboxrun/net_policy.hpp"
+#include "net/net_policy.hpp"
 
 #include <arpa/inet.h>
 

@@ -2,7 +2,7 @@
 // encrypted_client_hello: RFC 9849 (type 0xfe0d).
 #include <set>
 
-#include "sandboxrun/net_parse.hpp"
+#include "net/net_parse.hpp"
 
 namespace sandboxrun::net {
 

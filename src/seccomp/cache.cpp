@@ -16,9 +16,9 @@
 
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
-#include "sandboxrun/safe_open.hpp"
+#include "common/safe_open.hpp"
 #include "sandboxrun/seccomp.hpp"
-#include "sandboxrun/sha256.hpp"
+#include "common/sha256.hpp"
 
 namespace sandboxrun {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "sandboxrun/assess.hpp"
-#include "sandboxrun/assess_tokenizer.hpp"
+#include "assess/assess_tokenizer.hpp"
 
 namespace {
 

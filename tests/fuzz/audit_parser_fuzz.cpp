@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "sandboxrun/audit_format.hpp"
+#include "audit/audit_format.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view line(reinterpret_cast<const char*>(data), size);

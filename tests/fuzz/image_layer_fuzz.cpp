@@ -13,7 +13,7 @@
 #include <string>
 
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/image_layer.hpp"
+#include "image/image_layer.hpp"
 
 namespace {
 

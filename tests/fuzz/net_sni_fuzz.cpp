@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sandboxrun/net_parse.hpp"
+#include "net/net_parse.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sandboxrun::net;

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "harness.hpp"
-#include "sandboxrun/sha256.hpp"
+#include "common/sha256.hpp"
 
 using sandboxrun::testing::Exec;
 using sandboxrun::testing::read_text;

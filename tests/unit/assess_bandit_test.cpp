@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "sandboxrun/assess.hpp"
-#include "sandboxrun/assess_bandit.hpp"
+#include "assess/assess_bandit.hpp"
 #include "test_util.hpp"
 
 using namespace sandboxrun;

@@ -6,8 +6,8 @@
 
 #include <fstream>
 
-#include "sandboxrun/assess_rules_cache.hpp"
-#include "sandboxrun/sha256.hpp"
+#include "assess/assess_rules_cache.hpp"
+#include "common/sha256.hpp"
 #include "test_util.hpp"
 
 using namespace sandboxrun::assess;

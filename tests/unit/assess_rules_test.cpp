@@ -5,7 +5,7 @@
 #include <string>
 
 #include "sandboxrun/assess.hpp"
-#include "sandboxrun/assess_rules.hpp"
+#include "assess/assess_rules.hpp"
 #include "sandboxrun/error.hpp"
 #include "test_util.hpp"
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sandboxrun/assess.hpp"
-#include "sandboxrun/assess_bandit.hpp"
+#include "assess/assess_bandit.hpp"
 #include "sandboxrun/error.hpp"
 #include "test_util.hpp"
 

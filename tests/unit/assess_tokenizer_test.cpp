@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "sandboxrun/assess_tokenizer.hpp"
+#include "assess/assess_tokenizer.hpp"
 
 using namespace sandboxrun::assess;
 

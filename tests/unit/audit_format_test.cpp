@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "sandboxrun/audit_format.hpp"
+#include "audit/audit_format.hpp"
 
 namespace sandboxrun::audit {
 namespace {

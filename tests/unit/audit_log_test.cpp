@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "sandboxrun/audit.hpp"
-#include "sandboxrun/audit_format.hpp"
-#include "sandboxrun/audit_verify.hpp"
+#include "audit/audit_format.hpp"
+#include "audit/audit_verify.hpp"
 #include "sandboxrun/error.hpp"
 #include "test_util.hpp"
 

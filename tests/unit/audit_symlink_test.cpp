@@ -13,7 +13,7 @@
 
 #include "sandboxrun/audit.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/safe_open.hpp"
+#include "common/safe_open.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/install_paths.hpp"
+#include "common/install_paths.hpp"
 #include "test_util.hpp"
 
 namespace sandboxrun {

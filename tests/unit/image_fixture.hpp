@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "sandboxrun/image_layer.hpp"
-#include "sandboxrun/image_oci.hpp"
+#include "image/image_layer.hpp"
+#include "image/image_oci.hpp"
 #include "test_util.hpp"
 
 namespace image_test {

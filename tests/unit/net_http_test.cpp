@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "sandboxrun/net_parse.hpp"
+#include "net/net_parse.hpp"
 
 namespace sandboxrun::net {
 namespace {

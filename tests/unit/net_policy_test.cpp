@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/net_policy.hpp"
+#include "net/net_policy.hpp"
 
 namespace sandboxrun::net {
 namespace {

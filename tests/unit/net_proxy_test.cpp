@@ -15,9 +15,9 @@
 
 #include <gtest/gtest.h>
 
-#include "sandboxrun/egress_proxy.hpp"
+#include "net/egress_proxy.hpp"
 #include "sandboxrun/error.hpp"
-#include "sandboxrun/net_parse.hpp"
+#include "net/net_parse.hpp"
 
 namespace sandboxrun::net {
 namespace {

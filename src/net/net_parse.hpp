@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandboxrun/net_policy.hpp"
+#include "net/net_policy.hpp"
 
 namespace sandboxrun::net {
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "sandboxrun/assess_rules.hpp"
+#include "assess/assess_rules.hpp"
 
 namespace sandboxrun::assess {
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandboxrun/sha256.hpp"
+#include "common/sha256.hpp"
 
 namespace sandboxrun::audit {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "sandboxrun/fd.hpp"
-#include "sandboxrun/image.hpp"
+#include "image/image.hpp"
 
 namespace sandboxrun::image {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "sandboxrun/image.hpp"
-#include "sandboxrun/image_oci.hpp"
+#include "image/image.hpp"
+#include "image/image_oci.hpp"
 
 namespace sandboxrun::image {
 
