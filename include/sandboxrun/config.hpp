@@ -28,6 +28,15 @@ struct LevelSettings {
   std::optional<std::map<std::string, std::string>> extra_hosts;
   std::optional<std::vector<std::string>> allow_networks;
   std::optional<std::map<std::string, std::string>> environment;
+  // pip requirement lines installed in a separate phase (see deps.hpp); checked at load.
+  std::optional<std::vector<std::string>> requirements;
+};
+
+// Where the dependency phase installs from. The url's own host is always on phase 1's
+// allowlist; `hosts` adds the hosts the index links to (PyPI serves files from another name).
+struct PackageIndex {
+  std::string url = "https://pypi.org/simple";
+  std::vector<std::string> hosts{"files.pythonhosted.org"};
 };
 
 struct SandboxConfig {
@@ -42,7 +51,14 @@ struct SandboxConfig {
   bool monitoring = true;
   uint32_t monitor_interval_ms = 100;
   std::string digest;          // SHA-256 of the file's bytes, for the audit log
+  PackageIndex package_index;
+  std::optional<std::filesystem::path> cache_dir;  // unset: $SANDBOXRUN_CACHE_DIR, then the default
+  uint64_t cache_max_size = 4ull << 30;            // dependency cache cap (LRU eviction)
 };
+
+// The host part of an http(s) URL ("pypi.org" of https://pypi.org:443/simple), lower-cased;
+// empty when `url` is not http(s)://HOST[:PORT][/PATH] without credentials.
+std::string url_host(const std::string& url);
 
 // Where the config is looked for, in order: --config PATH (a file, or a directory holding
 // sandbox.yaml); $SANDBOXRUN_CONFIG; /etc/sandboxrun/sandbox.yaml; the project's config/

@@ -55,6 +55,14 @@ struct NetworkSettings {
   uint32_t idle_timeout_s = 60;
 };
 
+// A host directory bound at /run/NAME inside the sandbox (installed dependencies, phase 1's
+// output directory). /run is the sandbox's own tmpfs, so the mount point never touches the image.
+struct RunBind {
+  std::filesystem::path source;  // an existing host directory
+  std::string name;              // one path component, not "sandbox"
+  bool writable = false;
+};
+
 struct SandboxSpec {
   Trust trust = Trust::untrusted;
   Limits limits;
@@ -72,6 +80,8 @@ struct SandboxSpec {
   std::map<std::string, std::string> env;  // the complete environment of the payload
   std::string python = "/usr/bin/python3";
   std::string workdir = "/tmp";
+  std::vector<RunBind> run_binds;
+  std::vector<std::string> requirements;  // pip requirement lines from the config (deps.hpp)
 
   bool monitoring = true;
   std::chrono::milliseconds monitor_interval{100};

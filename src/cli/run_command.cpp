@@ -35,6 +35,7 @@ struct RunOptions {
   std::optional<std::string> audit_log;
   std::optional<std::string> stats;
   std::optional<std::string> image;
+  std::optional<std::string> requirements;
   bool verbose = false;
 };
 
@@ -141,6 +142,8 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   app.add_option("--audit-log", opt.audit_log, "audit log file (overrides config)");
   app.add_option("--stats", opt.stats, "write resource samples as JSON lines to PATH, or - for stdout");
   app.add_option("--image", opt.image, "image name, rootfs directory or OCI image layout[:tag]");
+  app.add_option("--requirements", opt.requirements,
+                 "pip requirements file, installed in a separate, cached phase (index only, binary wheels)");
   app.add_flag("-v,--verbose", opt.verbose, "log what the launcher does");
   if (auto rc = parse_or_exit(app, argv)) return *rc;
   if (opt.verbose) spdlog::set_level(spdlog::level::info);
@@ -169,6 +172,12 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   if (!script) return exit_code::file_missing;
   req.code = std::move(*script);
   req.name = base_name(opt.file);
+  if (opt.requirements) {
+    auto text = read_script(*opt.requirements);  // the same checks: a regular file, bounded
+    if (!text) return exit_code::usage;
+    req.requirements = std::move(*text);
+    req.requirements_origin = *opt.requirements;
+  }
 
   try {
     ExecutorOptions eo;

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 
+#include "deps_phase.hpp"
 #include "image_resolve.hpp"
 #include "result_json.hpp"
 #include "sandboxrun/audit.hpp"
@@ -266,8 +267,19 @@ RunResult Executor::run(const RunRequest& req) const {
                          to_string(r.decision.requested));
 
   LaunchRequest launch;
+  core::DepsHold deps_hold;  // keeps the installed set from eviction until the run ends
   try {
     im.prepare_launch(req, r, launch);
+    if (!req.requirements.empty() || !launch.spec.requirements.empty()) {
+      const SeccompProgram& untrusted = im.profile(resolve_spec(im.cfg, Trust::untrusted, {}, im.host).seccomp_profile);
+      core::DepsInputs in{im.cfg, im.host, untrusted, r.run_id, r.image_digest, req.requirements,
+                          req.requirements_origin, [&](json ev) {
+                            ev["code"] = code;
+                            im.append("deps", r.run_id, std::move(ev));
+                          }};
+      deps_hold = core::provide_deps(in, launch.spec, r.deps);
+      r.spec = launch.spec;
+    }
   } catch (const Error& e) {
     // Nothing started: the run ends here, and the log says why.
     r.status = RunStatus::error;

@@ -62,6 +62,7 @@ json RunResult::to_json() const {
     j["limits"] = nullptr;
   }
   if (!network.empty()) j["network"] = network;
+  if (!deps.is_null()) j["deps"] = deps;
   auto ms = [](std::chrono::microseconds us) { return static_cast<double>(us.count()) / 1000.0; };
   j["timings_ms"] = {{"prepare", ms(prepare)},          {"cgroup", ms(o.timings.cgroup)},
                      {"spawn", ms(o.timings.spawn)},    {"run", ms(o.timings.run)},

@@ -28,6 +28,8 @@ struct ChildPlan {
   std::string dev_pts, dev_shm;
   std::string dev_tmpfs_opts, tmp_opts, shm_opts, run_opts;
   const std::string* script = nullptr;       // bytes to copy into script_path
+  std::vector<std::string> bind_source, bind_target;  // RunBinds: host dir -> <rootfs>/run/NAME
+  std::vector<unsigned long> bind_flags;               // MS_* flags of each bind's remount
 
   // Paths after pivot_root.
   std::vector<std::string> proc_readonly;    // /proc/sys, /proc/sysrq-trigger, ...

@@ -101,6 +101,17 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.tmp_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
   p.shm_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
   p.run_opts = "size=" + std::to_string(req.script.size() + (1 << 20)) + ",mode=0755";
+  for (const auto& b : spec.run_binds) {
+    if (b.name.empty() || b.name == "sandbox" || b.name == "." || b.name == ".." || b.name.find('/') != std::string::npos)
+      throw Error("bind name '" + b.name + "' is not one path component under /run", "report this as a bug");
+    p.bind_source.push_back(std::filesystem::canonical(b.source).string());
+    p.bind_target.push_back(p.run_dir + "/" + b.name);
+    // Never suid or devices; atime flags as on the host. Executable where we may choose (wheels
+    // carry shared objects); in a user namespace the host's noexec is locked and stays.
+    unsigned long flags = root_flags(p.bind_source.back()) & ~MS_RDONLY;
+    if (!user_namespace) flags &= ~MS_NOEXEC;
+    p.bind_flags.push_back(flags | (b.writable ? 0 : MS_RDONLY));
+  }
   p.proc_readonly = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
   p.proc_masked_files = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
                          "/proc/latency_stats"};

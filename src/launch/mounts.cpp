@@ -82,6 +82,10 @@ bool setup_run(const ChildPlan& plan) {
     errno = saved;
     return fail(plan, "write script", plan.script_path);
   }
+  for (size_t i = 0; i < plan.bind_target.size(); ++i) {
+    if (::mkdir(plan.bind_target[i].c_str(), 0755) != 0) return fail(plan, "mkdir", plan.bind_target[i]);
+    if (!bind(plan, plan.bind_source[i], plan.bind_target[i], plan.bind_flags[i])) return false;
+  }
   if (::mount(nullptr, plan.run_dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               plan.run_opts.c_str()) != 0)
     return fail(plan, "remount /run read-only", plan.run_dir);
