@@ -243,7 +243,14 @@ DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, json& record) {
                     {"index", in.cfg.package_index.url}, {"installed", installed}};
         entry = cache.publish(build, key, rec);
         // Eviction after publishing, so the cap holds; the new entry is kept whatever its size.
-        cache.gc(in.cfg.cache_max_size, false, key);
+        // A failed eviction does not fail the run that built a good entry: it is reported.
+        try {
+          const auto evicted = cache.gc(in.cfg.cache_max_size, false, key);
+          if (!evicted.removed.empty() || !evicted.damaged.empty())
+            record["evicted"] = evicted.removed.size() + evicted.damaged.size();
+        } catch (const Error& e) {
+          record["eviction_error"] = e.describe();
+        }
       }
       hold.lock.downgrade();
     }

@@ -138,6 +138,9 @@ struct Fixture {
                                           "\">" + whl + "</a></body></html>";
     }
     wheel_sha = sha256_of(dir, "alpha_sr-1.0-py3-none-any.whl");
+    // A project with only a source distribution: refused with --only-binary :all:.
+    files["/simple/delta-sr/"] = "<a href=\"/files/delta_sr-1.0.tar.gz\">delta_sr-1.0.tar.gz</a>";
+    files["/files/delta_sr-1.0.tar.gz"] = "not really a tarball";
     index = std::make_unique<PackageIndex>(files);
     config = write_config(dir, "extra_hosts: {pkgs.test: 127.0.0.1}\n"
                                "allow_networks: [127.0.0.0/8]\n"
@@ -146,9 +149,9 @@ struct Fixture {
     cache = dir.path() + "/cache";
   }
   sandboxrun::testing::Sandboxed run(const std::string& script, const std::string& requirements,
-                                     std::vector<std::string> extra = {}) {
+                                     std::vector<std::string> extra = {}, const std::string& other_config = {}) {
     const std::string req = dir.write("requirements-" + std::to_string(++n_) + ".txt", requirements);
-    std::vector<std::string> args = {"--config", config, "--audit-log", dir.path() + "/audit.log", "--requirements", req};
+    std::vector<std::string> args = {"--config", other_config.empty() ? config : other_config, "--audit-log", dir.path() + "/audit.log", "--requirements", req};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_python(script, args, {"SANDBOXRUN_CACHE_DIR=" + cache});
   }
@@ -224,15 +227,30 @@ TEST(Deps, ConcurrentFirstRunsBuildTheEntryOnce) {
   EXPECT_EQ(f.entries(), 1u);
 }
 
-TEST(Deps, HashMismatchAndMissingPackageFailFastAndCacheNothing) {
+TEST(Deps, HashMismatchMissingPackageSdistAndDeadIndexFailFastAndCacheNothing) {
   Fixture f;
+  // An index nobody listens on: the port of a socket that was closed again.
+  TempDir dead_dir;
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  close(s);
+  const std::string dead = write_config(dead_dir, "extra_hosts: {pkgs.test: 127.0.0.1}\nallow_networks: [127.0.0.0/8]\n"
+                                                  "package_index: {url: 'http://pkgs.test:" +
+                                                      std::to_string(ntohs(a.sin_port)) + "/simple', hosts: []}\n");
   struct Case {
-    std::string requirements, reason;
+    std::string requirements, reason, config;
   };
-  for (const Case& c : {Case{"alpha-sr==1.0 --hash=sha256:" + std::string(64, '0') + "\n", "HASH"},
-                        Case{"nothere-sr==1.0\n", "nothere-sr"}}) {
+  for (const Case& c : {Case{"alpha-sr==1.0 --hash=sha256:" + std::string(64, '0') + "\n", "HASH", ""},
+                        Case{"nothere-sr==1.0\n", "nothere-sr", ""},
+                        Case{"delta-sr==1.0\n", "delta-sr", ""},
+                        Case{"alpha-sr==1.0\n", "alpha-sr", dead}}) {
     const auto start = std::chrono::steady_clock::now();
-    auto r = f.run("print('must not run')\n", c.requirements);
+    auto r = f.run("print('must not run')\n", c.requirements, {}, c.config);
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_EQ(r.exec.exit_code, 125) << r.exec.err;
     EXPECT_LT(secs, 20) << "failure must be fast";
