@@ -13,7 +13,10 @@ sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(startup cgroup parallel assess audit image network deps)
 work=$(mktemp -d /tmp/sandboxrun-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-[ -x "$sandboxrun" ] && [ -d "$rootfs" ] || { echo "bench: run scripts/setup.sh first" >&2; exit 1; }
+# The assessor needs only the binary; every other section runs sandboxes in the rootfs.
+needs_rootfs=0
+for s in "${sections[@]}"; do [ "$s" = assess ] || needs_rootfs=1; done
+[ -x "$sandboxrun" ] && { [ $needs_rootfs = 0 ] || [ -d "$rootfs" ]; } || { echo "bench: run scripts/setup.sh first" >&2; exit 1; }
 
 # median_ms RUNS CMD...: median wall time of CMD in milliseconds (output discarded).
 median_ms() {
@@ -34,39 +37,82 @@ bwrap_args=(--unshare-all --die-with-parent --new-session --cap-drop ALL --uid 1
             --ro-bind "$rootfs" / --proc /proc --dev /dev --tmpfs /tmp --hostname sandbox)
 
 startup() {
-  echo "== startup (median of 30; overhead = minus bare)"
+  # One hyperfine run for every command, so the machine's noise cancels in the ratios.
+  local n=${RUNS:-40} audit="$work/audit.log"
   : >"$work/empty.py"
-  local audit="$work/audit.log" n=30
-  local bare_true bwrap_true bare_py bwrap_py sr sr_tmpfs
-  bare_true=$(median_ms $n /bin/true)
-  bwrap_true=$(median_ms $n bwrap "${bwrap_args[@]}" /bin/true)
-  bare_py=$(median_ms $n "$rootfs/usr/bin/python3" -c pass)
-  bwrap_py=$(median_ms $n bwrap "${bwrap_args[@]}" /usr/bin/python3 -c pass)
-  sr=$(median_ms $n "$sandboxrun" "$work/empty.py")
-  sr_tmpfs=$(median_ms $n "$sandboxrun" --audit-log /dev/shm/sandboxrun-bench-audit.log "$work/empty.py")
-  rm -f /dev/shm/sandboxrun-bench-audit.log*
-  rm -rf /dev/shm/objects
-  row "true: bare" "$bare_true"
-  row "true: bwrap (all namespaces, no seccomp)" "$bwrap_true" "overhead $(sub "$bwrap_true" "$bare_true") ms"
-  row "python3 -c pass: bare" "$bare_py"
-  row "python3 -c pass: bwrap" "$bwrap_py" "overhead $(sub "$bwrap_py" "$bare_py") ms, $(ratio "$bwrap_py" "$bare_py")"
-  row "empty.py: sandboxrun (full pipeline, audit on disk)" "$sr" "overhead $(sub "$sr" "$bare_py") ms, $(ratio "$sr" "$bare_py")"
-  row "empty.py: sandboxrun (audit log on tmpfs)" "$sr_tmpfs" "overhead $(sub "$sr_tmpfs" "$bare_py") ms, $(ratio "$sr_tmpfs" "$bare_py")"
-  echo "  (sandboxrun = assessment + audit records + cgroup + namespaces + seccomp + pivot_root + python3;"
-  echo "   bwrap has no cgroup, no seccomp filter here, no assessment and no audit log)"
-  # The launcher's own account of each phase (--json timings_ms), median over the same runs:
-  # "spawn" is the isolation itself (namespaces, placement, mounts, pivot_root, credentials,
-  # seccomp, up to the payload's execve) -- the part comparable with bwrap's overhead.
-  for ((i = 0; i < n; i++)); do
-    "$sandboxrun" --json --audit-log /dev/shm/sandboxrun-bench-audit.log "$work/empty.py" 2>/dev/null || true
-  done | python3 -c '
+  echo "== startup: python3 running an empty file, $n runs each, medians; ratios to bwrap from the same run"
+  local bundle="$work/bundle" have_crun=0 have_docker=0
+  make_crun_bundle "$bundle" /usr/bin/python3 /job/empty.py && have_crun=1
+  start_docker && have_docker=1
+  local -a cmds=(
+    -n bare "$rootfs/usr/bin/python3 $work/empty.py"
+    -n bwrap "bwrap ${bwrap_args[*]} --ro-bind $work/empty.py /job/empty.py /usr/bin/python3 /job/empty.py"
+    -n sandboxrun "$sandboxrun --trust untrusted --audit-log $audit $work/empty.py"
+  )
+  ((have_crun)) && cmds+=(-n crun "crun run --bundle $bundle sandboxrun-bench")
+  ((have_docker)) && cmds+=(-n docker "docker run --rm --read-only --cap-drop ALL --security-opt no-new-privileges \
+--user 1000:1000 --network none --memory 256m --cpus 1 --pids-limit 64 -v $work/empty.py:/job/empty.py:ro \
+sandboxrun-bench:default python3 /job/empty.py")
+  hyperfine -N --warmup 3 --runs "$n" --export-json "$work/startup.json" "${cmds[@]}" >/dev/null 2>&1 ||
+    hyperfine --warmup 3 --runs "$n" --export-json "$work/startup.json" "${cmds[@]}" >/dev/null
+  # The service case: one long-lived Executor, the same file (its own median over $n runs).
+  local svc
+  svc=$("$bin/src/core/sandboxrun_executor_bench" --audit-log "$audit" --runs "$n" "$work/empty.py")
+  python3 - "$work/startup.json" "$svc" <<'PY'
 import json, statistics, sys
-rows = [json.loads(l)["timings_ms"] for l in sys.stdin if l.strip()]
-print("  launcher phases, median of %d (--json timings_ms):" % len(rows))
-for k in ("prepare", "cgroup", "spawn", "run", "teardown"):
-    print("    %-10s %8.2f ms" % (k, statistics.median(r[k] for r in rows)))'
-  rm -f /dev/shm/sandboxrun-bench-audit.log*
-  rm -rf /dev/shm/objects
+res = {r["command"]: statistics.median(r["times"]) * 1000 for r in json.load(open(sys.argv[1]))["results"]}
+svc = dict(zip(sys.argv[2].split()[0::2], map(float, sys.argv[2].split()[1::2])))
+res["sandboxrun Executor (service)"] = svc["run"]
+bare, bwrap = res["bare"], res["bwrap"]
+print("  %-32s %9s %9s %10s" % ("", "median", "vs bwrap", "overhead"))
+for name, ms in res.items():
+    print("  %-32s %7.2f ms %8.2fx %7.2f ms" % (name, ms, ms / bwrap, ms - bare))
+print("  targets: sandboxrun CLI <= 1.00x bwrap (now %.2fx); service overhead <= half of bwrap's "
+      "(%.2f vs %.2f ms)" % (res["sandboxrun"] / bwrap, res["sandboxrun Executor (service)"] - bare, (bwrap - bare) / 2))
+print("  Executor phases (median): open %.2f ms (config, rules, seccomp: once per service), prepare %.2f, cgroup %.2f, "
+      "spawn %.2f, payload %.2f, teardown %.2f" % (svc["open"], svc["prepare"], svc["cgroup"], svc["spawn"],
+                                                  svc["payload"], svc["teardown"]))
+PY
+  stop_docker
+}
+
+# A crun bundle running ARGS as 1000:1000 on the default rootfs with the job file bound in.
+make_crun_bundle() {
+  local bundle=$1; shift
+  command -v crun >/dev/null || return 1
+  mkdir -p "$bundle"
+  (cd "$bundle" && crun spec >/dev/null 2>&1) || return 1
+  python3 - "$bundle/config.json" "$rootfs" "$work/empty.py" "$@" <<'PY'
+import json, sys
+p, rootfs, job, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+c = json.load(open(p))
+c["root"] = {"path": rootfs, "readonly": True}
+c["process"]["terminal"] = False
+c["process"]["args"] = args
+c["process"]["user"] = {"uid": 1000, "gid": 1000}
+c["mounts"].append({"destination": "/job/empty.py", "type": "bind", "source": job, "options": ["bind", "ro"]})
+json.dump(c, open(p, "w"))
+PY
+}
+
+# Docker (Debian's docker.io) as the original design's peer: an already running daemon, or one
+# started here without touching the host's network (no iptables, no bridge) and stopped after.
+started_dockerd=""
+start_docker() {
+  command -v dockerd >/dev/null && command -v docker >/dev/null || {
+    echo "  (docker: not installed; apt-get install docker.io to compare)"; return 1; }
+  if ! docker info >/dev/null 2>&1; then
+    dockerd --iptables=false --ip6tables=false --bridge=none >"$work/dockerd.log" 2>&1 &
+    started_dockerd=$!
+    for _ in $(seq 50); do docker info >/dev/null 2>&1 && break; sleep 0.2; done
+    docker info >/dev/null 2>&1 || { echo "  (docker: dockerd did not start: $(tail -n1 "$work/dockerd.log"))"; return 1; }
+  fi
+  docker image inspect sandboxrun-bench:default >/dev/null 2>&1 ||
+    tar -C "$rootfs" -c . | docker import - sandboxrun-bench:default >/dev/null
+}
+stop_docker() {
+  if [ -n "$started_dockerd" ]; then kill "$started_dockerd" 2>/dev/null; wait "$started_dockerd" 2>/dev/null || true; fi
+  started_dockerd=""
 }
 
 cgroup() {
@@ -75,37 +121,28 @@ cgroup() {
 }
 
 parallel() {
-  echo "== 100 sandboxes, 8 at a time (python3 -c pass / empty.py)"
+  echo "== 100 sandboxes running an empty file, 8 at a time (target: sandboxrun <= 1.2x bwrap, 0 failures, nothing left)"
   : >"$work/empty.py"
-  local bundle="$work/bundle"
-  mkdir -p "$bundle"
-  (cd "$bundle" && crun spec --rootless >/dev/null 2>&1 || crun spec >/dev/null)
-  python3 - "$bundle/config.json" "$rootfs" <<'PY'
-import json, sys
-p, rootfs = sys.argv[1], sys.argv[2]
-c = json.load(open(p))
-c["root"] = {"path": rootfs, "readonly": True}
-c["process"]["terminal"] = False
-c["process"]["args"] = ["/usr/bin/python3", "-c", "pass"]
-c["process"]["user"] = {"uid": 1000, "gid": 1000}
-json.dump(c, open(p, "w"))
-PY
-  local t0 t1 fails
+  local bundle="$work/bundle-parallel"
+  make_crun_bundle "$bundle" /usr/bin/python3 /job/empty.py
+  local t0 t1 fails sr_ms bw_ms
   t0=$(date +%s%N)
-  fails=$(seq 100 | xargs -P8 -I{} sh -c '"$0" "$1" >/dev/null 2>&1 || echo fail' "$sandboxrun" "$work/empty.py" | wc -l)
+  fails=$(seq 100 | xargs -P8 -I{} sh -c '"$0" --audit-log "$2" "$1" >/dev/null 2>&1 || echo fail' \
+            "$sandboxrun" "$work/empty.py" "$work/parallel-audit.log" | wc -l)
   t1=$(date +%s%N)
-  printf '  %-20s %8.0f ms  failures %s\n' sandboxrun "$(( (t1 - t0) / 1000000 ))" "$fails"
+  sr_ms=$(( (t1 - t0) / 1000000 ))
+  printf '  %-20s %8.0f ms  failures %s\n' sandboxrun "$sr_ms" "$fails"
   t0=$(date +%s%N)
-  fails=$(seq 100 | xargs -P8 -I{} sh -c 'bwrap "$@" /usr/bin/python3 -c pass >/dev/null 2>&1 || echo fail' _ "${bwrap_args[@]}" | wc -l)
+  fails=$(seq 100 | xargs -P8 -I{} sh -c 'bwrap "$@" --ro-bind "$0" /job/empty.py /usr/bin/python3 /job/empty.py >/dev/null 2>&1 || echo fail' \
+            "$work/empty.py" "${bwrap_args[@]}" | wc -l)
   t1=$(date +%s%N)
-  printf '  %-20s %8.0f ms  failures %s\n' bwrap "$(( (t1 - t0) / 1000000 ))" "$fails"
+  bw_ms=$(( (t1 - t0) / 1000000 ))
+  printf '  %-20s %8.0f ms  failures %s\n' bwrap "$bw_ms" "$fails"
   t0=$(date +%s%N)
   fails=$(seq 100 | xargs -P8 -I{} sh -c 'crun run --bundle "$0" "bench-$$-{}" >/dev/null 2>&1 || echo fail' "$bundle" | wc -l)
   t1=$(date +%s%N)
   printf '  %-20s %8.0f ms  failures %s\n' crun "$(( (t1 - t0) / 1000000 ))" "$fails"
-  if [ "$fails" -gt 0 ]; then
-    echo "  crun failed: $(crun run --bundle "$bundle" "bench-$$-why" 2>&1 | tail -n1)"
-  fi
+  echo "  sandboxrun / bwrap: $(ratio "$sr_ms" "$bw_ms")"
   local left_cg left_proc
   left_cg=$(find /sys/fs/cgroup -maxdepth 3 -path '*sandboxrun/*@*' -type d 2>/dev/null | wc -l)
   left_proc=$(pgrep -fc '/run/sandbox/empty.py' || true)
@@ -115,6 +152,21 @@ PY
 assess() {
   echo "== assessor vs bandit (same generated files)"
   "$bin/src/assess/sandboxrun_assess_bench" --out "$work" | sed 's/^/  /'
+  # Whole processes, as a user or a CI job runs them: rules load included.
+  local f="$work/lines_1000.py" n=20 one batch bandit_ms
+  [ -f "$f" ] || { echo "  (no generated 1,000-line file)"; return; }
+  one=$(median_ms $n "$sandboxrun" assess --json --config-dir "$root/config" "$f")
+  local -a many=(); for ((i = 0; i < 100; i++)); do many+=("$f"); done
+  batch=$(median_ms 5 "$sandboxrun" assess --json --config-dir "$root/config" "${many[@]}")
+  batch=$(awk -v b="$batch" 'BEGIN { printf "%.2f", b / 100 }')
+  row "whole process: sandboxrun assess --json (1,000 lines)" "$one"
+  row "batch: sandboxrun assess --json, 100 files, per file" "$batch"
+  if command -v bandit >/dev/null; then
+    bandit_ms=$(median_ms 5 bandit -q -f json "$f")
+    row "whole process: bandit -f json (same file)" "$bandit_ms" "sandboxrun $(ratio "$bandit_ms" "$one") faster"
+  fi
+  echo "  own corpus (tests/fixtures/assess, labels from the policy):"
+  "$bin/tests/unit_assess_corpus_test" 2>/dev/null | grep '^assess corpus' | sed 's/^/    /'
 }
 
 audit() {
@@ -164,7 +216,7 @@ PY
   sleep 0.3
   local miss hit none
   export SANDBOXRUN_CACHE_DIR=$work/deps-cache
-  miss_run() { rm -rf "$SANDBOXRUN_CACHE_DIR"; "$sandboxrun" --config "$cfg" --audit-log "$work/deps-audit.log" --requirements "$work/requirements.txt" "$work/deps.py"; }
+  miss_run() { rm -rf "$SANDBOXRUN_CACHE_DIR/deps"; "$sandboxrun" --config "$cfg" --audit-log "$work/deps-audit.log" --requirements "$work/requirements.txt" "$work/deps.py"; }
   miss=$(median_ms 5 miss_run)
   "$sandboxrun" --config "$cfg" --audit-log "$work/deps-audit.log" --requirements "$work/requirements.txt" "$work/deps.py" \
     || echo "  (the install failed: the figures below are not meaningful)"

@@ -49,10 +49,19 @@ struct BanditSettings {
   int score_low = 2, score_medium = 10, score_high = 25;  // per distinct bandit test id
 };
 
+struct SemgrepSettings {
+  bool enabled = false;
+  std::string command = "semgrep";                  // a name looked up in PATH, or a path
+  std::vector<std::string> configs{"p/python"};     // rule packs or files, one --config each
+  std::chrono::milliseconds timeout{60000};
+  int score_info = 2, score_warning = 10, score_error = 25;  // per distinct check id
+};
+
 struct SecurityConfig {
   std::filesystem::path source;      // the security.yaml it came from
   std::filesystem::path rules_path;  // resolved rules file
   std::shared_ptr<const assess::RuleSet> rules;
+  std::string rules_cache_note;  // why the compiled-rules cache was bypassed or rebuilt, if it was
   int medium_threshold = 10;  // total score at which MEDIUM starts
   int high_threshold = 40;    // and HIGH; BLOCKED comes only from critical rules
   // The loosest trust each level allows, indexed by RiskLevel; nullopt refuses the run.
@@ -63,6 +72,7 @@ struct SecurityConfig {
   uint32_t max_findings_per_rule = 10;
   assess::AnalyzerLimits limits;
   BanditSettings bandit;
+  SemgrepSettings semgrep;
 };
 
 // Reads security.yaml and the rules file it names. A relative rules path is looked up next to

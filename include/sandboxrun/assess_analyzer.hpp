@@ -40,6 +40,7 @@ enum class Detector : uint8_t {
   deep_nesting,       // brackets nested deeper than limits.max_nesting
   reversed_string,    // string[::-1]
   truncated,          // input larger than limits.max_bytes: only its head was analyzed
+  not_python,         // an ELF executable, a shell script or binary data, not Python source
   count_,
 };
 const char* to_string(Detector d) noexcept;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <string>
@@ -19,10 +21,19 @@ const char* to_string(Severity s) noexcept;
 
 // A regular expression (ECMAScript; a leading "(?i)" makes it case-insensitive) applied to
 // at most 4 KiB at a time, so its cost and stack use stay bounded on any input.
+// Compiled on first use: a file meets few of the rules, and compiling every expression at
+// start-up was a large share of a cached load. Copies share one compiled form (thread-safe).
 struct Pattern {
   std::string text;
-  std::regex re;
+  // Throws std::regex_error when `text` is not a valid expression (compiled now, to check it).
+  static Pattern compile(std::string text);
+  // `text` as validated by compile() before (the compiled-rules cache); compiled when used.
+  static Pattern deferred(std::string text);
   bool search(std::string_view s) const;
+
+ private:
+  struct Compiled;
+  std::shared_ptr<Compiled> compiled_;
 };
 
 // A condition on one argument of a call.
@@ -72,6 +83,15 @@ class RuleSet {
   // Parses and validates a rules file; throws sandboxrun::Error naming the file, the rule
   // and the key on any mistake.
   static RuleSet load(const std::filesystem::path& file);
+  // The rules file's text; throws sandboxrun::Error naming the file when it cannot be read.
+  static std::string read(const std::filesystem::path& file);
+  // Parses and validates rules text read from `file` (named in errors).
+  static RuleSet parse(const std::filesystem::path& file, const std::string& text);
+
+  // The compiled form (rules without their YAML), for the cache in assess_rules_cache.hpp.
+  std::string serialize() const;
+  // nullopt when `bytes` is not a complete, valid compiled form.
+  static std::optional<RuleSet> deserialize(std::string_view bytes);
 
   const std::vector<Rule>& rules() const noexcept { return rules_; }
 
@@ -92,6 +112,8 @@ class RuleSet {
   const Index& index() const noexcept { return index_; }
 
  private:
+  void build_index();
+
   std::vector<Rule> rules_;
   Index index_;
 };

@@ -52,7 +52,7 @@ struct SandboxConfig {
   uint32_t monitor_interval_ms = 100;
   std::string digest;          // SHA-256 of the file's bytes, for the audit log
   PackageIndex package_index;
-  std::optional<std::filesystem::path> cache_dir;  // unset: $SANDBOXRUN_CACHE_DIR, then the default
+  std::optional<std::filesystem::path> cache_dir;  // the dependency cache; $SANDBOXRUN_CACHE_DIR/deps wins
   uint64_t cache_max_size = 4ull << 30;            // dependency cache cap (LRU eviction)
 };
 

@@ -44,9 +44,6 @@ Requirements parse_requirements(std::string_view text, const std::string& origin
 // Adds `more` to `base` (the config's set plus the request's), keeping the result normalised.
 void merge(Requirements& base, const Requirements& more);
 
-// root: /var/cache/sandboxrun/deps; others: $XDG_CACHE_HOME or ~/.cache, then sandboxrun/deps.
-std::filesystem::path default_cache_dir();
-
 struct EntryInfo {
   std::string key;
   uint64_t bytes = 0;

@@ -25,6 +25,11 @@ InstallPaths compute_install_paths(const std::filesystem::path& exe, const std::
 // The paths of this process (from /proc/self/exe), computed once.
 const InstallPaths& install_paths();
 
+// Where caches live (compiled seccomp programs, dependency sets): $SANDBOXRUN_CACHE_DIR, else
+// /var/cache/sandboxrun for root, else $XDG_CACHE_HOME/sandboxrun or ~/.cache/sandboxrun; empty
+// (no cache) when there is no home directory to tell.
+std::filesystem::path default_cache_root();
+
 // `rel` made absolute: beside `beside_dir` first, then in the data directory. Absolute paths are
 // returned as they are. Throws Error naming `what` and every place tried when none exists.
 std::filesystem::path find_data_file(const std::filesystem::path& rel, const std::filesystem::path& beside_dir,

@@ -10,6 +10,7 @@
 #include <linux/filter.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,14 @@ SeccompProgram compile_seccomp_profile(const std::filesystem::path& profile, con
 // Same, from profile text already in memory; `source_name` is used in messages.
 SeccompProgram compile_seccomp_profile_text(std::string_view json, const std::string& source_name,
                                             const SeccompContext& ctx);
+
+// compile_seccomp_profile through a cache of compiled programs in `cache_dir` (created 0700;
+// empty = no cache), keyed by the profile's bytes, the kernel release, libseccomp's version and
+// the capabilities, and verified (a SHA-256 over each entry): a damaged or foreign entry is
+// recompiled and replaced, an unusable directory only costs the compile. *from_cache says
+// whether the cache answered.
+SeccompProgram load_or_compile_seccomp_profile(const std::filesystem::path& profile, const SeccompContext& ctx,
+                                               const std::filesystem::path& cache_dir, bool* from_cache = nullptr);
 
 // Installs a compiled program in the calling thread (async-signal-safe; for the child).
 // The caller sets no_new_privs (or holds CAP_SYS_ADMIN) first. Returns 0 or -errno.

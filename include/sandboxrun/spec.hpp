@@ -59,7 +59,7 @@ struct NetworkSettings {
 // output directory). /run is the sandbox's own tmpfs, so the mount point never touches the image.
 struct RunBind {
   std::filesystem::path source;  // an existing host directory
-  std::string name;              // one path component, not "sandbox"
+  std::string name;              // one path component, not "sandbox" or "sandboxrun"
   bool writable = false;
 };
 

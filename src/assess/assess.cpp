@@ -18,12 +18,21 @@ namespace sandboxrun {
 
 namespace {
 
+// A built-in finding's severity is a floor (medium: at least MEDIUM, high: at least HIGH), so
+// one capability decides its level on its own and capability rules can carry small scores that
+// do not add up to HIGH. Second opinions (bandit:, semgrep:) count by score only.
 RiskLevel level_for(const Assessment& a, const SecurityConfig& cfg) {
-  for (const auto& f : a.findings)
+  RiskLevel floor = RiskLevel::low;
+  for (const auto& f : a.findings) {
     if (f.severity == "critical") return RiskLevel::blocked;
-  if (a.score >= cfg.high_threshold) return RiskLevel::high;
-  if (a.score >= cfg.medium_threshold) return RiskLevel::medium;
-  return RiskLevel::low;
+    if (f.rule.find(':') != std::string::npos) continue;
+    if (f.severity == "high") floor = RiskLevel::high;
+    else if (f.severity == "medium" && floor < RiskLevel::medium) floor = RiskLevel::medium;
+  }
+  RiskLevel by_score = RiskLevel::low;
+  if (a.score >= cfg.high_threshold) by_score = RiskLevel::high;
+  else if (a.score >= cfg.medium_threshold) by_score = RiskLevel::medium;
+  return std::max(floor, by_score);
 }
 
 // Reads at most `limit` bytes; sets `total` to the file's size.
@@ -103,8 +112,10 @@ Assessment assess_file(const std::filesystem::path& file, const SecurityConfig& 
   Assessment a = assess_source(text, config);
   if (total > text.size() && !a.notes.empty()) a.notes.back() = "only the first " + format_size(config.max_bytes) +
                                                              " of " + format_size(total) + " were assessed (limits.max_bytes)";
-  if (config.bandit.enabled) {
-    assess::BanditResult b = assess::run_bandit(file, config.bandit);
+  std::vector<assess::BanditResult> opinions;
+  if (config.bandit.enabled) opinions.push_back(assess::run_bandit(file, config.bandit));
+  if (config.semgrep.enabled) opinions.push_back(assess::run_semgrep(file, config.semgrep));
+  for (const auto& b : opinions) {
     a.score += b.score;
     a.findings.insert(a.findings.end(), b.findings.begin(), b.findings.end());
     std::stable_sort(a.findings.begin(), a.findings.end(), [](const Finding& x, const Finding& y) { return x.line < y.line; });

@@ -1,5 +1,6 @@
-// Bandit bridge: fork/exec without a shell, stdout and stderr read through poll() until a
-// deadline, the whole process group killed when it passes.
+// Bandit bridge, and the runner shared with the Semgrep bridge: fork/exec without a shell,
+// stdout and stderr read through poll() until a deadline, the whole process group killed when
+// it passes.
 #include "sandboxrun/assess_bandit.hpp"
 
 #include <fcntl.h>
@@ -22,7 +23,7 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr size_t kMaxReport = 64u << 20;  // Bandit's JSON for one file stays far below this
+constexpr size_t kMaxReport = 64u << 20;  // a JSON report for one file stays far below this
 constexpr size_t kMaxStderr = 64u << 10;
 
 std::string lower(std::string s) {
@@ -112,17 +113,10 @@ BanditResult parse_bandit_report(std::string_view text, const BanditSettings& se
   return r;
 }
 
-BanditResult run_bandit(const std::filesystem::path& file, const BanditSettings& settings) {
-  BanditResult none;
-  auto exe = find_executable(settings.command);
-  if (!exe) {
-    none.notes.push_back("bandit not found ('" + settings.command + "' is not on PATH); built-in rules only");
-    return none;
-  }
-  const std::string target = std::filesystem::absolute(file).string();
-  std::vector<std::string> argv_s = {exe->string(), "-f", "json", "-q", target};
+ToolRun run_tool(const std::vector<std::string>& argv_s, std::chrono::milliseconds timeout) {
+  ToolRun run;
   std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
+  for (const auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -130,8 +124,8 @@ BanditResult run_bandit(const std::filesystem::path& file, const BanditSettings&
   Pipe err = make_pipe();
   const pid_t pid = ::fork();
   if (pid < 0) {
-    none.notes.push_back(std::string("cannot start bandit: ") + std::strerror(errno));
-    return none;
+    run.error = std::string("cannot start: ") + std::strerror(errno);
+    return run;
   }
   if (pid == 0) {
     // Child: only async-signal-safe calls until execv.
@@ -147,8 +141,7 @@ BanditResult run_bandit(const std::filesystem::path& file, const BanditSettings&
   out.write.reset();
   err.write.reset();
 
-  std::string report, errors;
-  const auto deadline = std::chrono::steady_clock::now() + settings.timeout;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto remaining_ms = [&] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
   };
@@ -174,29 +167,42 @@ BanditResult run_bandit(const std::filesystem::path& file, const BanditSettings&
         owners[i]->reset();
         continue;
       }
-      std::string& dst = owners[i] == &out.read ? report : errors;
+      std::string& dst = owners[i] == &out.read ? run.out : run.err;
       const size_t cap = owners[i] == &out.read ? kMaxReport : kMaxStderr;
       if (dst.size() < cap) dst.append(buf, std::min(static_cast<size_t>(got), cap - dst.size()));
     }
   }
-  int status = 0;
-  bool exited = false;
-  while (!(exited = child.try_reap(status)) && remaining_ms() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  if (!exited) {
-    none.notes.push_back("bandit timed out after " + std::to_string(settings.timeout.count()) +
-                         " ms and was killed; built-in rules only");
-    return none;  // ~Child kills the process group and reaps it
-  }
-  // Bandit exits 1 when it found issues, 0 when it found none.
-  if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
-    std::string first = errors.substr(0, errors.find('\n'));
-    none.notes.push_back("bandit failed (" +
-                         (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
-                                            : "signal " + std::to_string(WTERMSIG(status))) +
-                         (first.empty() ? "" : ": " + first) + "); built-in rules only");
+  while (!(run.exited = child.try_reap(run.status)) && remaining_ms() > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!run.exited) run.error = "timed out after " + std::to_string(timeout.count()) + " ms and was killed";
+  return run;  // ~Child kills the process group and reaps it when it did not exit
+}
+
+std::string describe_failure(const ToolRun& run) {
+  const std::string first = run.err.substr(0, run.err.find('\n'));
+  return (WIFEXITED(run.status) ? "exit " + std::to_string(WEXITSTATUS(run.status))
+                                : "signal " + std::to_string(WTERMSIG(run.status))) +
+         (first.empty() ? "" : ": " + first);
+}
+
+BanditResult run_bandit(const std::filesystem::path& file, const BanditSettings& settings) {
+  BanditResult none;
+  auto exe = find_executable(settings.command);
+  if (!exe) {
+    none.notes.push_back("bandit not found ('" + settings.command + "' is not on PATH); built-in rules only");
     return none;
   }
-  return parse_bandit_report(report, settings);
+  const ToolRun run = run_tool({exe->string(), "-f", "json", "-q", std::filesystem::absolute(file).string()}, settings.timeout);
+  if (!run.exited) {
+    none.notes.push_back("bandit " + run.error + "; built-in rules only");
+    return none;
+  }
+  // Bandit exits 1 when it found issues, 0 when it found none.
+  if (!WIFEXITED(run.status) || WEXITSTATUS(run.status) > 1) {
+    none.notes.push_back("bandit failed (" + describe_failure(run) + "); built-in rules only");
+    return none;
+  }
+  return parse_bandit_report(run.out, settings);
 }
 
 }  // namespace sandboxrun::assess

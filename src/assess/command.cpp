@@ -1,4 +1,4 @@
-// `sandboxrun assess [--json] [--config-dir DIR] FILE.py`
+// `sandboxrun assess [--json] [--config-dir DIR] FILE.py...`
 #include <cstdio>
 #include <iostream>
 
@@ -12,9 +12,9 @@ namespace sandboxrun {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: sandboxrun assess [--json] [--config-dir DIR] FILE.py\n"
-    "  Assess a Python file without running it: LOW, MEDIUM, HIGH or BLOCKED, with findings.\n"
-    "  --json            print one JSON object {level, score, findings, notes}\n"
+    "usage: sandboxrun assess [--json] [--config-dir DIR] FILE.py...\n"
+    "  Assess Python files without running them: LOW, MEDIUM, HIGH or BLOCKED, with findings.\n"
+    "  --json            print one JSON object per file, one per line: {file, level, score, findings, notes}\n"
     "  --config-dir DIR  directory holding security.yaml (default: beside the sandbox.yaml that\n"
     "                    `sandboxrun run` uses: $SANDBOXRUN_CONFIG, /etc/sandboxrun, the project's config/)\n";
 
@@ -31,7 +31,8 @@ std::filesystem::path default_config_dir() { return find_config(std::nullopt).pa
 int assess_command(const std::vector<std::string>& args) {
   bool json = false;
   std::optional<std::filesystem::path> config_dir;
-  std::optional<std::filesystem::path> file;
+  // Many files in one call: the rules are loaded once, which is most of a single file's cost.
+  std::vector<std::filesystem::path> files;
   bool options_done = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -49,13 +50,11 @@ int assess_command(const std::vector<std::string>& args) {
       options_done = true;
     } else if (!options_done && a.size() > 1 && a[0] == '-') {
       return usage_error("unknown option '" + a + "'");
-    } else if (file) {
-      return usage_error("one file at a time ('" + file->string() + "' and '" + a + "')");
     } else {
-      file = a;
+      files.emplace_back(a);
     }
   }
-  if (!file) return usage_error("no file to assess");
+  if (files.empty()) return usage_error("no file to assess");
 
   SecurityConfig config;
   try {
@@ -65,23 +64,31 @@ int assess_command(const std::vector<std::string>& args) {
     std::cerr << "sandboxrun assess: " << e.describe() << "\n";
     return exit_code::usage;
   }
-  Assessment a;
-  try {
-    a = assess_file(*file, config);
-  } catch (const Error& e) {
-    std::cerr << "sandboxrun assess: " << e.describe() << "\n";
-    return exit_code::file_missing;
+  int status = 0;
+  for (const auto& file : files) {
+    Assessment a;
+    try {
+      a = assess_file(file, config);
+    } catch (const Error& e) {
+      // The other files are still assessed; the exit status says that one was not.
+      std::cerr << "sandboxrun assess: " << e.describe() << "\n";
+      status = exit_code::file_missing;
+      continue;
+    }
+    if (json) {
+      nlohmann::json j = a.to_json();
+      j["file"] = file.string();
+      std::cout << j.dump() << "\n";
+      continue;
+    }
+    std::cout << file.string() << ": " << to_string(a.level) << " (score " << a.score << ", " << a.findings.size()
+              << (a.findings.size() == 1 ? " finding" : " findings") << ")\n";
+    for (const auto& f : a.findings)
+      std::cout << "  " << file.string() << ":" << f.line << ": [" << f.severity << "] " << f.rule << " " << f.message
+                << "\n";
+    for (const auto& n : a.notes) std::cout << "  note: " << n << "\n";
   }
-  if (json) {
-    std::cout << a.to_json().dump() << "\n";
-    return 0;
-  }
-  std::cout << file->string() << ": " << to_string(a.level) << " (score " << a.score << ", "
-            << a.findings.size() << (a.findings.size() == 1 ? " finding" : " findings") << ")\n";
-  for (const auto& f : a.findings)
-    std::cout << "  " << file->string() << ":" << f.line << ": [" << f.severity << "] " << f.rule << " " << f.message << "\n";
-  for (const auto& n : a.notes) std::cout << "  note: " << n << "\n";
-  return 0;
+  return status;
 }
 
 }  // namespace sandboxrun

@@ -5,6 +5,7 @@
 #include "internal.hpp"
 #include "sandboxrun/assess.hpp"
 #include "sandboxrun/assess_rules.hpp"
+#include "sandboxrun/assess_rules_cache.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/yaml_strict.hpp"
@@ -39,7 +40,7 @@ SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
   SecurityConfig cfg;
   cfg.source = security_yaml;
   try {
-    y.check_keys(root, "", {"rules", "thresholds", "verdicts", "override_trust", "limits", "bandit"});
+    y.check_keys(root, "", {"rules", "thresholds", "verdicts", "override_trust", "limits", "bandit", "semgrep"});
     {
       const YAML::Node n = y.require(root, "", "rules", "the path of the assessor rules file");
       const std::filesystem::path rel = y.scalar(n, "rules", "a path");
@@ -127,10 +128,38 @@ SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
         if (sc["high"]) s.score_high = static_cast<int>(y.integer(sc["high"], "bandit.scores.high", 0, 1000));
       }
     }
+    if (const auto g = root["semgrep"]) {
+      y.check_keys(g, "semgrep", {"enabled", "command", "configs", "timeout", "scores"});
+      auto& s = cfg.semgrep;
+      if (g["enabled"]) s.enabled = y.boolean(g["enabled"], "semgrep.enabled");
+      if (g["command"]) {
+        s.command = y.scalar(g["command"], "semgrep.command");
+        if (s.command.empty()) y.fail(g["command"], "semgrep.command", "semgrep, or a path to it");
+      }
+      if (const auto c = g["configs"]) {
+        if (!c.IsSequence() || c.size() == 0) y.fail(c, "semgrep.configs", "a list of rule packs or files (p/python)");
+        s.configs.clear();
+        for (const auto& item : c) s.configs.push_back(y.scalar(item, "semgrep.configs"));
+      }
+      if (g["timeout"])
+        s.timeout = std::chrono::milliseconds(static_cast<int64_t>(y.number(g["timeout"], "semgrep.timeout", 0.1, 3600) * 1000));
+      if (const auto sc = g["scores"]) {
+        y.check_keys(sc, "semgrep.scores", {"info", "warning", "error"});
+        if (sc["info"]) s.score_info = static_cast<int>(y.integer(sc["info"], "semgrep.scores.info", 0, 1000));
+        if (sc["warning"]) s.score_warning = static_cast<int>(y.integer(sc["warning"], "semgrep.scores.warning", 0, 1000));
+        if (sc["error"]) s.score_error = static_cast<int>(y.integer(sc["error"], "semgrep.scores.error", 0, 1000));
+      }
+    }
   } catch (const YAML::Exception& e) {
     throw Error(y.where(e.mark) + ": " + e.msg, "fix " + security_yaml.string());
   }
-  cfg.rules = std::make_shared<const assess::RuleSet>(assess::RuleSet::load(cfg.rules_path));
+  if (auto dir = assess::default_cache_dir()) {
+    assess::CachedRules c = assess::load_rules_cached(cfg.rules_path, *dir);
+    cfg.rules_cache_note = std::move(c.note);
+    cfg.rules = std::make_shared<const assess::RuleSet>(std::move(c.rules));
+  } else {
+    cfg.rules = std::make_shared<const assess::RuleSet>(assess::RuleSet::load(cfg.rules_path));
+  }
   return cfg;
 }
 

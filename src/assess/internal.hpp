@@ -17,6 +17,9 @@ std::optional<std::string> decode_constant_call(std::string_view qual, std::span
 // The coding declared in the first two lines (PEP 263) when it is not a plain one.
 std::optional<std::string> unusual_source_encoding(std::string_view source);
 
+// Why the input is not Python source (an ELF executable, a shell script, binary data), if so.
+std::optional<std::string> foreign_format(std::string_view source);
+
 // A long string that looks like encoded data rather than text.
 bool is_entropy_blob(std::string_view s, const AnalyzerLimits& limits) noexcept;
 

@@ -61,6 +61,7 @@ const char* to_string(Detector d) noexcept {
     case Detector::deep_nesting: return "deep_nesting";
     case Detector::reversed_string: return "reversed_string";
     case Detector::truncated: return "truncated";
+    case Detector::not_python: return "not_python";
     case Detector::count_: break;
   }
   return "?";
@@ -194,6 +195,60 @@ std::optional<std::string> unusual_source_encoding(std::string_view source) {
     if (enc.empty() || in(plain, enc) || enc.starts_with("iso-8859") || enc.starts_with("cp125")) return std::nullopt;
     return enc;
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> foreign_format(std::string_view source) {
+  if (source.starts_with("\x7f" "ELF")) return "ELF executable";
+  // A shell interpreter line: Python refuses it only when it runs, so a reader must say so.
+  if (source.starts_with("#!")) {
+    std::string_view first = source.substr(0, source.find('\n'));
+    if (first.find("python") == std::string_view::npos &&
+        (first.ends_with("sh") || first.find("sh ") != std::string_view::npos || first.find("/env ") != std::string_view::npos))
+      return "shell script (" + std::string(first.substr(0, 64)) + ")";
+  }
+  // Binary data: a tenth of the first 4 KiB is control bytes or bytes that are not UTF-8,
+  // which no source file has. A stray NUL in text is not enough; what follows it is analyzed.
+  const std::string_view head = source.substr(0, 4096);
+  size_t odd = 0;
+  for (size_t i = 0; i < head.size();) {
+    const auto c = static_cast<unsigned char>(head[i]);
+    if (c < 0x80) {
+      odd += (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f') || c == 0x7f;
+      ++i;
+      continue;
+    }
+    const size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+    size_t k = 1;
+    while (len && k < len && i + k < head.size() && (static_cast<unsigned char>(head[i + k]) & 0xc0) == 0x80) ++k;
+    if (len && (k == len || i + k == head.size())) {
+      i += k;  // a whole sequence (or one cut by the 4 KiB window)
+    } else {
+      ++odd;
+      ++i;
+    }
+  }
+  if (head.size() >= 64 && odd * 10 >= head.size()) return "binary data";
+  // A shell script without an interpreter line: statements no Python file can hold, and no
+  // statement that only Python has (a usage text in a docstring may well show shell lines).
+  size_t shell_lines = 0, python_lines = 0, begin = 0;
+  for (int n = 0; n < 200 && begin < source.size(); ++n) {
+    size_t end = source.find('\n', begin);
+    if (end == std::string_view::npos) end = source.size();
+    std::string_view l = source.substr(begin, end - begin);
+    begin = end + 1;
+    static constexpr std::array<std::string_view, 12> shell = {"fi", "then", "done", "esac", "do", "set -e",
+                                                               "echo ", "export ", "wget ", "curl ", "chmod ", "cd "};
+    static constexpr std::array<std::string_view, 7> python = {"import ", "from ", "def ", "class ", "print(",
+                                                               "\"\"\"", "'''"};
+    for (auto k : python) python_lines += l.starts_with(k);
+    for (auto k : shell)
+      if (l.starts_with(k) && (l.size() == k.size() || k.back() == ' ' || l[k.size()] == ' ')) {
+        ++shell_lines;
+        break;
+      }
+  }
+  if (shell_lines >= 3 && python_lines == 0) return "shell script";
   return std::nullopt;
 }
 

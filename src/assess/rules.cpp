@@ -32,14 +32,8 @@ std::vector<std::string> string_list(const StrictYaml& y, const YAML::Node& n, c
 Pattern pattern(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
   Pattern p;
   p.text = y.scalar(n, key, "a regular expression");
-  std::string_view body = p.text;
-  auto flags = std::regex::ECMAScript;
-  if (body.starts_with("(?i)")) {
-    body.remove_prefix(4);
-    flags |= std::regex::icase;
-  }
   try {
-    p.re = std::regex(std::string(body), flags);
+    p = Pattern::compile(p.text);
   } catch (const std::regex_error& e) {
     y.fail(n, key, "an ECMAScript regular expression",
            "'" + p.text + "', a bad regular expression (" + e.what() + ")");
@@ -157,7 +151,35 @@ const char* to_string(Severity s) noexcept {
   return "?";
 }
 
+struct Pattern::Compiled {
+  std::once_flag once;
+  std::regex re;
+};
+
+namespace {
+
+std::regex build_regex(std::string_view text) {
+  auto flags = std::regex::ECMAScript;
+  if (text.starts_with("(?i)")) {
+    text.remove_prefix(4);
+    flags |= std::regex::icase;
+  }
+  return std::regex(std::string(text), flags);
+}
+
+}  // namespace
+
 bool Pattern::search(std::string_view s) const {
+  std::call_once(compiled_->once, [&] {
+    // A deferred text was validated when its cache entry was built; should it still fail,
+    // the pattern matches nothing rather than throw out of an assessment.
+    try {
+      compiled_->re = build_regex(text);
+    } catch (const std::regex_error&) {
+      compiled_->re = std::regex("[^\\s\\S]");
+    }
+  });
+  const std::regex& re = compiled_->re;
   if (s.size() <= kWindow) return std::regex_search(s.begin(), s.end(), re);
   for (size_t p = 0;; p += kStep) {
     const size_t e = std::min(s.size(), p + kWindow);
@@ -201,15 +223,32 @@ bool Glob::match(std::string_view name) const noexcept {
   return single_star || glob_match(pattern, name);
 }
 
-RuleSet RuleSet::load(const std::filesystem::path& file) {
-  const StrictYaml y(file);
-  std::string text;
+Pattern Pattern::compile(std::string text) {
+  Pattern p = deferred(std::move(text));
+  std::call_once(p.compiled_->once, [&] { p.compiled_->re = build_regex(p.text); });
+  return p;
+}
+
+Pattern Pattern::deferred(std::string text) {
+  Pattern p;
+  p.text = std::move(text);
+  p.compiled_ = std::make_shared<Compiled>();
+  return p;
+}
+
+std::string RuleSet::read(const std::filesystem::path& file) {
   try {
-    text = read_file(file.string());
+    return read_file(file.string());
   } catch (const Error& e) {
     throw Error(file.string() + ": cannot read the assessor rules file", "check the rules: key in security.yaml",
                 e.sys_errno());
   }
+}
+
+RuleSet RuleSet::load(const std::filesystem::path& file) { return parse(file, read(file)); }
+
+RuleSet RuleSet::parse(const std::filesystem::path& file, const std::string& text) {
+  const StrictYaml y(file);
   const YAML::Node root = y.parse(text);
   RuleSet set;
   try {
@@ -252,6 +291,12 @@ RuleSet RuleSet::load(const std::filesystem::path& file) {
   } catch (const YAML::Exception& e) {
     throw Error(y.where(e.mark) + ": " + e.msg, "fix the rules file");
   }
+  set.build_index();
+  return set;
+}
+
+void RuleSet::build_index() {
+  RuleSet& set = *this;
   Index& ix = set.index_;
   ix.detectors.resize(static_cast<size_t>(Detector::count_));
   for (size_t k = 0; k < set.rules_.size(); ++k) {
@@ -274,7 +319,6 @@ RuleSet RuleSet::load(const std::filesystem::path& file) {
       case Rule::Type::combo: ix.combos.push_back(k); break;
     }
   }
-  return set;
 }
 
 // ---- engine ---------------------------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include "sandboxrun/audit_verify.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/size.hpp"
+#include "sandboxrun/safe_open.hpp"
 
 extern char** environ;
 
@@ -312,11 +313,9 @@ int cmd_repair(const Resolved& r) {
   std::string tail;
   uint64_t at = 0;
   {
-    UniqueFd lock_fd(::open(audit::lock_path(r.log).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (!lock_fd) throw_errno("cannot open " + audit::lock_path(r.log).string());
+    UniqueFd lock_fd = open_trusted_file(audit::lock_path(r.log), O_RDWR | O_CREAT, 0600);
     audit::FileLock lock(lock_fd.get(), audit::lock_path(r.log));
-    UniqueFd fd(::open(r.log.c_str(), O_RDWR | O_CLOEXEC));
-    if (!fd) throw_errno("cannot open " + r.log.string());
+    UniqueFd fd = open_trusted_file(r.log, O_RDWR);
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat " + r.log.string());
     audit::LastLine last = audit::read_last_line(fd.get(), static_cast<uint64_t>(st.st_size), r.log);

@@ -13,6 +13,7 @@
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/yaml_strict.hpp"
+#include "sandboxrun/safe_open.hpp"
 
 namespace sandboxrun {
 
@@ -105,8 +106,8 @@ std::filesystem::path default_audit_log_path() {
 
 std::string load_audit_key(const std::filesystem::path& key_file) {
   const std::string p = key_file.string();
-  UniqueFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd) throw_errno("cannot open audit key file " + p, "check key_file in audit.yaml");
+  // A symlinked directory could swap in a key the attacker knows, and forge the HMAC chain.
+  UniqueFd fd = open_trusted_file(key_file, O_RDONLY);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat audit key file " + p);
   if (!S_ISREG(st.st_mode))

@@ -51,10 +51,13 @@ inline constexpr size_t kRfc3339Len = 27;
 void format_rfc3339(const timespec& ts, char* out);
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view ts);
 
+// Every file the audit log writes or reads back is opened through safe_open.hpp: no symlink is
+// followed anywhere in its path, and no directory on the way may be writable by other users
+// (the log is often written by root in a directory chosen on the command line).
 // Opens `path` for appending, creating it 0600.
 UniqueFd open_append(const std::filesystem::path& path);
-// Creates `dir` and missing parents; the last component gets mode 0700.
-void ensure_private_dir(const std::filesystem::path& dir);
+// Creates `dir` and missing parents (the last component 0700); returns it opened.
+UniqueFd ensure_private_dir(const std::filesystem::path& dir);
 void fsync_dir(const std::filesystem::path& dir);
 
 }  // namespace sandboxrun::audit

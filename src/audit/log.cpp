@@ -19,6 +19,7 @@
 #include "sandboxrun/audit_format.hpp"
 #include "sandboxrun/audit_verify.hpp"
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/safe_open.hpp"
 
 namespace sandboxrun {
 
@@ -306,9 +307,9 @@ struct AuditLog::Impl {
                     "run `sandboxrun audit repair --log " + path.string() + "`");
       h = parse_head(last.line, path);
     } else if (auto rotated = rotated_audit_files(path); !rotated.empty()) {
-      UniqueFd fd(::open(rotated.back().c_str(), O_RDONLY | O_CLOEXEC));
+      UniqueFd fd = open_trusted_file(rotated.back(), O_RDONLY);
       struct stat rst {};
-      if (!fd || ::fstat(fd.get(), &rst) != 0) throw_errno("cannot open " + rotated.back().string());
+      if (::fstat(fd.get(), &rst) != 0) throw_errno("cannot stat " + rotated.back().string());
       audit::LastLine last = audit::read_last_line(fd.get(), static_cast<uint64_t>(rst.st_size), rotated.back());
       if (last.torn || last.line.empty())
         throw Error("rotated audit log " + rotated.back().string() + " does not end with a complete record",
@@ -378,9 +379,9 @@ struct AuditLog::Impl {
     }
     if (remove == 0) return;
     const auto& newest_removed = files[remove - 1];
-    UniqueFd fd(::open(newest_removed.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd = open_trusted_file(newest_removed, O_RDONLY);
     struct stat removed_st {};
-    if (!fd || ::fstat(fd.get(), &removed_st) != 0) throw_errno("cannot open " + newest_removed.string());
+    if (::fstat(fd.get(), &removed_st) != 0) throw_errno("cannot stat " + newest_removed.string());
     audit::LastLine last =
         audit::read_last_line(fd.get(), static_cast<uint64_t>(removed_st.st_size), newest_removed);
     Head through = parse_head(last.line, newest_removed);
@@ -539,10 +540,10 @@ AuditLog AuditLog::open(const AuditConfig& cfg, std::optional<std::filesystem::p
     impl->hasher = audit::RecordHasher(key);
     impl->kid = audit::key_id(key);
   }
-  audit::ensure_private_dir(impl->path.parent_path());
+  const UniqueFd dir = audit::ensure_private_dir(impl->path.parent_path());
   impl->lock_file = audit::lock_path(impl->path);
-  impl->lock_fd = UniqueFd(::open(impl->lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!impl->lock_fd) throw_errno("cannot open audit lock file " + impl->lock_file.string());
+  impl->lock_fd = open_trusted_at(dir.get(), impl->lock_file.filename().string(), O_RDWR | O_CREAT, 0600,
+                                  impl->lock_file);
   impl->open_path();  // the first append looks again, under the lock
   impl->line.reserve(4096);
   return AuditLog(std::move(impl));
@@ -562,23 +563,25 @@ uint64_t AuditLog::append(const std::string& event, const std::string& run_id, n
 CodeRef AuditLog::store_code(std::string_view code, std::string name) {
   CodeRef ref{std::move(name), audit::sha256_hex(code), code.size()};
   if (!impl_->cfg.store_code) return ref;
+  // Everything relative to the checked directory fd: `objects` may not be a symlink, and the
+  // temporary file is created, never opened through an existing name.
   auto dir = audit::objects_dir(impl_->path);
-  audit::ensure_private_dir(dir);
+  const UniqueFd dir_fd = audit::ensure_private_dir(dir);
   auto target = dir / ref.sha256;
-  if (::access(target.c_str(), F_OK) == 0) return ref;
-  auto tmp = dir / (".tmp-" + ref.sha256 + "-" + std::to_string(::getpid()));
+  if (::faccessat(dir_fd.get(), ref.sha256.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) return ref;
+  const std::string tmp = ".tmp-" + ref.sha256 + "-" + std::to_string(::getpid());
+  ::unlinkat(dir_fd.get(), tmp.c_str(), 0);  // left by a crashed writer with this pid
   {
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (!fd) throw_errno("cannot create " + tmp.string());
-    if (!write_all(fd.get(), code.data(), code.size())) throw_errno("cannot write " + tmp.string());
-    if (impl_->syncs() && ::fsync(fd.get()) != 0) throw_errno("cannot sync " + tmp.string());
+    UniqueFd fd = open_trusted_at(dir_fd.get(), tmp, O_WRONLY | O_CREAT | O_EXCL, 0600, dir / tmp);
+    if (!write_all(fd.get(), code.data(), code.size())) throw_errno("cannot write " + (dir / tmp).string());
+    if (impl_->syncs() && ::fsync(fd.get()) != 0) throw_errno("cannot sync " + (dir / tmp).string());
   }
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+  if (::renameat(dir_fd.get(), tmp.c_str(), dir_fd.get(), ref.sha256.c_str()) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
+    ::unlinkat(dir_fd.get(), tmp.c_str(), 0);
     throw_errno(err, "cannot store code object " + target.string());
   }
-  if (impl_->syncs()) audit::fsync_dir(dir);
+  if (impl_->syncs() && ::fsync(dir_fd.get()) != 0) throw_errno("cannot sync directory " + dir.string());
   return ref;
 }
 

@@ -11,6 +11,7 @@
 #include "internal.hpp"
 #include "sandboxrun/audit_format.hpp"
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/safe_open.hpp"
 
 namespace sandboxrun::audit {
 
@@ -170,26 +171,14 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
 }
 
 UniqueFd open_append(const std::filesystem::path& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-  if (!fd) throw_errno("cannot open " + path.string() + " for appending",
-                       "check the audit log directory and its permissions");
-  return fd;
+  return open_trusted_file(path, O_RDWR | O_APPEND | O_CREAT, 0600);
 }
 
-void ensure_private_dir(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(dir, ec)) return;
-  if (dir.has_parent_path()) {
-    std::filesystem::create_directories(dir.parent_path(), ec);
-    if (ec) throw Error("cannot create " + dir.parent_path().string() + ": " + ec.message(), "", ec.value());
-  }
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    throw_errno("cannot create audit directory " + dir.string());
-}
+UniqueFd ensure_private_dir(const std::filesystem::path& dir) { return open_trusted_dir(dir, true, 0700); }
 
 void fsync_dir(const std::filesystem::path& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd || ::fsync(fd.get()) != 0) throw_errno("cannot sync directory " + dir.string());
+  const UniqueFd fd = open_trusted_dir(dir);
+  if (::fsync(fd.get()) != 0) throw_errno("cannot sync directory " + dir.string());
 }
 
 }  // namespace sandboxrun::audit

@@ -183,7 +183,10 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     ExecutorOptions eo;
     if (opt.config) eo.config = *opt.config;
     if (opt.audit_log) eo.audit_log = *opt.audit_log;
+    const auto opening = std::chrono::steady_clock::now();
     Executor executor = Executor::open(eo);
+    const double open_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - opening).count();
     StatsSink stats(opt.stats);
     if (stats.enabled())
       req.on_sample = [&stats](const CgroupUsage& u, std::chrono::milliseconds t) { stats.write(u, t); };
@@ -194,7 +197,9 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     if (opt.json) {
       // A setup failure is said on stderr too: the JSON may go to a program, the message to a person.
       if (r.status == RunStatus::error) spdlog::error("{}", r.error);
-      std::string text = r.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      nlohmann::json j = r.to_json();
+      j["timings_ms"]["open"] = open_ms;  // config, rules, seccomp programs: once per process here
+      std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       write_all(1, text.data(), text.size());
     } else {
       explain_end(r, opt.file);

@@ -1,5 +1,9 @@
 #include "sandboxrun/install_paths.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun {
@@ -52,6 +56,14 @@ const InstallPaths& install_paths() {
     return compute_install_paths(ec ? std::filesystem::path() : exe, SANDBOXRUN_SOURCE_DIR, SANDBOXRUN_INSTALL_PREFIX);
   }();
   return paths;
+}
+
+std::filesystem::path default_cache_root() {
+  if (const char* env = std::getenv("SANDBOXRUN_CACHE_DIR"); env && *env) return env;
+  if (::geteuid() == 0) return "/var/cache/sandboxrun";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return std::filesystem::path(xdg) / "sandboxrun";
+  const char* home = std::getenv("HOME");
+  return home && *home == '/' ? std::filesystem::path(home) / ".cache/sandboxrun" : std::filesystem::path();
 }
 
 std::filesystem::path find_data_file(const std::filesystem::path& rel, const std::filesystem::path& beside_dir,

@@ -1,5 +1,6 @@
 // Parsing and validation of sandbox.yaml. Every unknown key or bad value is an error that names
 // the file, the key, the line and what was expected.
+#include <arpa/inet.h>
 #include <sys/capability.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -24,6 +25,51 @@ bool known_capability(const std::string& name) {
   for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   cap_value_t v;
   return cap_from_name(lower.c_str(), &v) == 0;
+}
+
+// extra_hosts, as Docker's --add-host: a mapping of names to addresses, or a list of
+// "NAME:ADDRESS" strings (the Docker SDK and compose accept both). The list form splits at the
+// first colon, as Docker does, so IPv6 addresses need no quoting of their own. The entries go into
+// the sandbox's /etc/hosts (and the proxy's resolver), so each must be one clean name and one
+// IP address: nothing else can reach a line of that file.
+std::map<std::string, std::string> read_extra_hosts(const StrictYaml& r, const YAML::Node& v,
+                                                    const std::string& path) {
+  if (v.IsDefined() && v.IsNull()) return {};
+  std::map<std::string, std::string> out;
+  auto add = [&](const YAML::Node& at, const std::string& key, const std::string& name,
+                 const std::string& address) {
+    const bool name_ok = !name.empty() && name.size() <= 253 && name.front() != '-' &&
+                         name.front() != '.' &&
+                         name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                "0123456789.-_") == std::string::npos;
+    if (!name_ok)
+      r.fail(at, key, "a host name (letters, digits, '.', '-', '_')", "'" + name + "'");
+    unsigned char buf[sizeof(in6_addr)];
+    if (inet_pton(AF_INET, address.c_str(), buf) != 1 && inet_pton(AF_INET6, address.c_str(), buf) != 1)
+      r.fail(at, key, "an IPv4 or IPv6 address for '" + name + "'", "'" + address + "'");
+    const auto [it, inserted] = out.emplace(name, address);
+    if (!inserted && it->second != address)
+      r.fail(at, key, "one address per name", "'" + name + "' mapped to both " + it->second + " and " + address);
+  };
+  if (v.IsMap()) {
+    for (const auto& kv : v) {
+      const std::string name = r.scalar(kv.first, path, "a host name");
+      add(kv.second, StrictYaml::join(path, name), name,
+          r.scalar(kv.second, StrictYaml::join(path, name), "an IP address"));
+    }
+    return out;
+  }
+  if (!v.IsSequence())
+    r.fail(v, path, "a list of \"NAME:ADDRESS\" strings or a mapping of names to addresses");
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string key = path + "[" + std::to_string(i) + "]";
+    const std::string entry = r.scalar(v[i], key, "\"NAME:ADDRESS\", e.g. \"pypi.internal:10.0.0.5\"");
+    const size_t colon = entry.find(':');
+    if (colon == std::string::npos)
+      r.fail(v[i], key, "\"NAME:ADDRESS\", e.g. \"pypi.internal:10.0.0.5\"", "'" + entry + "'");
+    add(v[i], key, entry.substr(0, colon), entry.substr(colon + 1));
+  }
+  return out;
 }
 
 // Reads one key of a level (or of the base); returns false if the key is not a level key.
@@ -78,7 +124,7 @@ bool read_level_key(const StrictYaml& r, const std::string& key, const std::stri
     else if (s == "allowlist") out.network_mode = NetworkMode::allowlist;
     else r.fail(v, path, "none or allowlist (host and bridge networking are not offered)");
   } else if (key == "network_allowlist") out.network_allowlist = r.strings(v, path);
-  else if (key == "extra_hosts") out.extra_hosts = r.string_map(v, path);
+  else if (key == "extra_hosts") out.extra_hosts = read_extra_hosts(r, v, path);
   else if (key == "allow_networks") out.allow_networks = r.strings(v, path);
   else if (key == "environment") out.environment = r.string_map(v, path);
   else if (key == "requirements") {

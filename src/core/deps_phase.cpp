@@ -18,7 +18,9 @@
 #include "sandboxrun/egress_proxy.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
+#include "sandboxrun/install_paths.hpp"
 #include "sandboxrun/launch.hpp"
+#include "sandboxrun/safe_open.hpp"
 #include "sandboxrun/sha256.hpp"
 
 namespace sandboxrun::core {
@@ -140,11 +142,13 @@ std::vector<std::string> pip_args(const DepsInputs& in, const deps::Requirements
 json install(const DepsInputs& in, const deps::Requirements& reqs, const SandboxSpec& run_spec,
              const deps::BuildDir& build, json& record) {
   {
+    // Written before the sandbox exists, into the build directory it will see.
     UniqueFd out(::open(build.out.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    UniqueFd f(out ? ::openat(out.get(), "requirements.txt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)
-                   : -1);
+    if (!out) throw_errno("cannot open " + build.out.string());
+    UniqueFd f = open_trusted_at(out.get(), "requirements.txt", O_WRONLY | O_CREAT | O_EXCL, 0644,
+                                 build.out / "requirements.txt");
     const std::string text = reqs.text();
-    if (!f || ::fchmod(f.get(), 0644) != 0 || !write_all(f.get(), text.data(), text.size()))
+    if (::fchmod(f.get(), 0644) != 0 || !write_all(f.get(), text.data(), text.size()))
       throw_errno("cannot write the requirements into " + build.out.string());
   }
   LaunchRequest l;
@@ -187,9 +191,12 @@ json install(const DepsInputs& in, const deps::Requirements& reqs, const Sandbox
 }  // namespace
 
 fs::path deps_cache_dir(const SandboxConfig& cfg) {
-  if (const char* env = std::getenv("SANDBOXRUN_CACHE_DIR"); env && *env) return env;
+  if (const char* env = std::getenv("SANDBOXRUN_CACHE_DIR"); env && *env) return fs::path(env) / "deps";
   if (cfg.cache_dir) return *cfg.cache_dir;
-  return deps::default_cache_dir();
+  const fs::path root = default_cache_root();
+  if (root.empty())
+    throw Error("no directory for the dependency cache (no home directory)", "set SANDBOXRUN_CACHE_DIR or cache_dir:");
+  return root / "deps";
 }
 
 DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, json& record) {

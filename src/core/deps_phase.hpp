@@ -43,7 +43,8 @@ struct DepsHold {
 // Throws Error, with pip's own reason, when the set cannot be installed (nothing is cached).
 DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, nlohmann::json& record);
 
-// The cache directory: $SANDBOXRUN_CACHE_DIR, cache_dir: of sandbox.yaml, then the default.
+// The dependency cache: $SANDBOXRUN_CACHE_DIR/deps, else cache_dir: of sandbox.yaml, else the
+// default cache root's deps/ (/var/cache/sandboxrun/deps as root, ~/.cache/sandboxrun/deps).
 std::filesystem::path deps_cache_dir(const SandboxConfig& cfg);
 
 }  // namespace sandboxrun::core

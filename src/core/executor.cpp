@@ -117,12 +117,14 @@ Executor Executor::open(const ExecutorOptions& options) {
   });
   impl->cfg = load_sandbox_config(config_file);
   impl->host = probe_host_resources();
+  const std::filesystem::path cache_root = default_cache_root();
+  const std::filesystem::path seccomp_cache = cache_root.empty() ? cache_root : cache_root / "seccomp";
   for (Trust t : kTrustLevels) {
     const std::filesystem::path profile = resolve_spec(impl->cfg, t, {}, impl->host).seccomp_profile;
     if (impl->profiles.count(profile)) continue;
     CompiledProfile& c = impl->profiles[profile];
     try {
-      c.program = compile_seccomp_profile(profile, SeccompContext{});
+      c.program = load_or_compile_seccomp_profile(profile, SeccompContext{}, seccomp_cache);
     } catch (const Error&) {
       c.error = std::current_exception();
     }

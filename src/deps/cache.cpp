@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 
 #include "sandboxrun/deps.hpp"
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/safe_open.hpp"
 #include "sandboxrun/sha256.hpp"
 
 namespace sandboxrun::deps {
@@ -124,8 +124,7 @@ std::string read_at(int dirfd, const std::string& name, size_t limit) {
 }
 
 void write_at(int dirfd, const std::string& name, const std::string& data) {
-  UniqueFd f(::openat(dirfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!f) throw_errno("cannot create " + name + " in the dependency cache");
+  UniqueFd f = open_trusted_at(dirfd, name, O_WRONLY | O_CREAT | O_EXCL, 0600, name);
   if (!write_all(f.get(), data.data(), data.size())) throw_errno("cannot write " + name);
 }
 
@@ -175,30 +174,13 @@ std::string verify(int entry_fd, bool full, uint64_t* bytes, uint64_t* files) {
 
 }  // namespace
 
-fs::path default_cache_dir() {
-  if (::geteuid() == 0) return "/var/cache/sandboxrun/deps";
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return fs::path(xdg) / "sandboxrun" / "deps";
-  const char* home = std::getenv("HOME");
-  if (!home || *home != '/') {
-    const passwd* pw = ::getpwuid(::geteuid());
-    home = pw ? pw->pw_dir : nullptr;
-  }
-  if (!home || *home != '/')
-    throw Error("cannot find a directory for the dependency cache", "set SANDBOXRUN_CACHE_DIR, cache_dir: or HOME");
-  return fs::path(home) / ".cache" / "sandboxrun" / "deps";
-}
-
 void KeyLock::downgrade() {
   if (fd_ && ::flock(fd_.get(), LOCK_SH) != 0) throw_errno("cannot downgrade a dependency cache lock");
 }
 
 Cache Cache::open(const fs::path& root) {
-  std::error_code ec;
-  fs::create_directories(root.parent_path(), ec);
-  if (::mkdir(root.c_str(), 0700) != 0 && errno != EEXIST)
-    throw_errno("cannot create the dependency cache " + root.string(), "set SANDBOXRUN_CACHE_DIR or cache_dir:");
-  UniqueFd fd(::open(root.c_str(), kDirFlags));
-  if (!fd) throw_errno("cannot open the dependency cache " + root.string(), "it must be a directory, not a symlink");
+  // No symlink anywhere on the path, and no directory on it writable by others (safe_open.hpp).
+  UniqueFd fd = open_trusted_dir(root, /*create=*/true, 0700);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
     throw Error("the dependency cache " + root.string() + " must belong to uid " + std::to_string(::geteuid()) +

@@ -17,6 +17,7 @@
 #include "confined.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/image_oci.hpp"
+#include "sandboxrun/safe_open.hpp"
 #include "unpack.hpp"
 
 namespace sandboxrun::image {
@@ -32,8 +33,7 @@ class CacheLock {
  public:
   CacheLock(const fs::path& cache_dir, const Digest& digest) {
     const fs::path path = cache_dir / (digest.dirname() + ".lock");
-    fd_.reset(open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd_) throw_errno("cannot open the cache lock " + path.string());
+    fd_ = open_trusted_file(path, O_RDWR | O_CREAT, 0600);
     while (flock(fd_.get(), LOCK_EX) != 0)
       if (errno != EINTR) throw_errno("cannot lock " + path.string());
   }
@@ -42,15 +42,9 @@ class CacheLock {
   UniqueFd fd_;  // closing it releases the lock
 };
 
-void make_cache_dir(const fs::path& dir) {
-  std::error_code ec;
-  if (fs::is_directory(dir, ec)) return;
-  fs::create_directories(dir.parent_path(), ec);
-  // Private: an unpacked image holds the image's setuid binaries, which local users must not
-  // reach through the cache.
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    throw_errno("cannot create the image cache " + dir.string(), "pass another directory with --cache");
-}
+// Private: an unpacked image holds the image's setuid binaries, which local users must not
+// reach through the cache. Trusted (safe_open.hpp): root unpacks here, and runs what it finds.
+void make_cache_dir(const fs::path& dir) { open_trusted_dir(dir, true, 0700); }
 
 bool is_entry_name(const std::string& name) {
   const auto dash = name.find('-');
@@ -126,10 +120,12 @@ CachedImage ensure_image(const ImageRef& ref, const fs::path& cache_dir) {
     c.config = image.config;
     return c;
   };
+  // Checked before the first look: a cache reached through a symlink or another user's
+  // directory could hand us a rootfs someone else prepared.
+  make_cache_dir(cache_dir);
   std::error_code ec;
   if (fs::is_directory(entry / "rootfs", ec)) return done();
 
-  make_cache_dir(cache_dir);
   const CacheLock lock(cache_dir, digest);
   if (fs::is_directory(entry / "rootfs", ec)) return done();  // another process unpacked it
   remove_stale_temporaries(cache_dir, digest);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "confined.hpp"
+#include "gunzip.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/image_layer.hpp"
 #include "sandboxrun/size.hpp"
@@ -85,6 +86,7 @@ struct RootfsWriter::LayerState {
   archive* outer = nullptr;
   std::optional<Hasher> diff_hash;
   std::exception_ptr stream_error;
+  const std::exception_ptr* source_error = nullptr;  // what the ByteSource threw, if anything
 
   LayerState(RootfsWriter& writer, const std::string& layer_label) : w(writer), label(layer_label) {}
 
@@ -416,7 +418,10 @@ struct RootfsWriter::LayerState {
       fail_errno("cannot create hardlink to '" + t.path + "'");
   }
 
+  // The first cause wins: the source's own error (a bad gzip trailer, a blob that changed), then
+  // ours, then libarchive's message.
   [[noreturn]] void stream_failed(archive* a) {
+    if (source_error && *source_error) std::rethrow_exception(*source_error);
     if (stream_error) std::rethrow_exception(stream_error);
     throw Error("layer " + label + ": corrupt or truncated layer stream: " + archive_message(a),
                 "the blob is damaged; fetch the image again");
@@ -464,15 +469,19 @@ Digest RootfsWriter::apply_layer(const ByteSource& source, Compression compressi
   state.diff_hash.emplace(diff_algorithm);
   ++stats_.layers;
 
-  SourceContext source_ctx{&source, nullptr};
+  // gzip is inflated by zlib ahead of libarchive, which would skip the trailer checks.
+  std::optional<detail::Gunzip> gunzip;
+  ByteSource inflated;
+  if (compression == Compression::gzip) {
+    gunzip.emplace(source, label);
+    inflated = [&gunzip] { return gunzip->next(); };
+  }
+  SourceContext source_ctx{gunzip ? &inflated : &source, nullptr};
   ArchivePtr outer(archive_read_new());
   ArchivePtr inner(archive_read_new());
   if (!outer || !inner) throw Error("libarchive: out of memory");
   int wanted = ARCHIVE_FILTER_NONE;
-  if (compression == Compression::gzip) {
-    archive_read_support_filter_gzip(outer.get());
-    wanted = ARCHIVE_FILTER_GZIP;
-  } else if (compression == Compression::zstd) {
+  if (compression == Compression::zstd) {
     if (archive_read_support_filter_zstd(outer.get()) != ARCHIVE_OK)
       throw Error("libarchive was built without zstd support; cannot read layer " + label);
     wanted = ARCHIVE_FILTER_ZSTD;
@@ -490,11 +499,11 @@ Digest RootfsWriter::apply_layer(const ByteSource& source, Compression compressi
                     " as its media type says",
                 "the image manifest and the blob disagree; fetch the image again");
   state.outer = outer.get();
+  state.source_error = &source_ctx.error;
 
   archive_read_support_format_tar(inner.get());
   if (archive_read_open(inner.get(), &state, nullptr, LayerState::read_decompressed, nullptr) !=
       ARCHIVE_OK) {
-    if (source_ctx.error) std::rethrow_exception(source_ctx.error);
     state.stream_failed(inner.get());
   }
   while (true) {
@@ -503,7 +512,6 @@ Digest RootfsWriter::apply_layer(const ByteSource& source, Compression compressi
     if (r == ARCHIVE_EOF) break;
     if (r == ARCHIVE_RETRY) continue;
     if (r < ARCHIVE_WARN) {
-      if (source_ctx.error) std::rethrow_exception(source_ctx.error);
       state.stream_failed(inner.get());
     }
     // Mostly "can't be converted from UTF-8 to current locale": the name is then used as the
@@ -515,7 +523,6 @@ Digest RootfsWriter::apply_layer(const ByteSource& source, Compression compressi
   const void* rest = nullptr;
   while (const la_ssize_t n = LayerState::read_decompressed(inner.get(), &state, &rest)) {
     if (n < 0) {
-      if (source_ctx.error) std::rethrow_exception(source_ctx.error);
       state.stream_failed(inner.get());
     }
   }

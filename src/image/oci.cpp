@@ -302,12 +302,16 @@ ResolvedImage resolve_image(const Layout& layout, const std::string& tag) {
   if (manifests.empty()) throw Error(where + ": index.json lists no manifests");
 
   std::vector<Descriptor> candidates;
-  if (tag.empty()) {
-    if (manifests.size() != 1)
-      throw Error(where + " holds " + std::to_string(manifests.size()) +
-                      " manifests; name one as LAYOUT:TAG",
-                  list_tags(manifests));
+  if (tag.empty() && manifests.size() == 1) {
     candidates = manifests;
+  } else if (tag.empty()) {
+    // Docker and skopeo read a missing tag as `latest`; without one the choice is ambiguous.
+    for (const auto& d : manifests)
+      if (tag_of(d) == "latest") candidates.push_back(d);
+    if (candidates.empty())
+      throw Error(where + " holds " + std::to_string(manifests.size()) +
+                      " manifests and none is tagged 'latest'; name one as LAYOUT:TAG",
+                  list_tags(manifests));
   } else {
     for (const auto& d : manifests)
       if (tag_of(d) == tag) candidates.push_back(d);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "etc_files.hpp"
+
 namespace sandboxrun::launch {
 
 // Sent by the child over the error pipe when a setup step fails.
@@ -30,6 +32,7 @@ struct ChildPlan {
   const std::string* script = nullptr;       // bytes to copy into script_path
   std::vector<std::string> bind_source, bind_target;  // RunBinds: host dir -> <rootfs>/run/NAME
   std::vector<unsigned long> bind_flags;               // MS_* flags of each bind's remount
+  EtcPlan etc;                               // /etc/hosts, /etc/hostname, /etc/resolv.conf
 
   // Paths after pivot_root.
   std::vector<std::string> proc_readonly;    // /proc/sys, /proc/sysrq-trigger, ...

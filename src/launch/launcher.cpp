@@ -100,9 +100,11 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.dev_tmpfs_opts = "size=64k,nr_inodes=64,mode=0755";
   p.tmp_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
   p.shm_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
-  p.run_opts = "size=" + std::to_string(req.script.size() + (1 << 20)) + ",mode=0755";
+  p.root_remount_flags = root_flags(p.rootfs);
+  launch::plan_etc_files(spec, p.rootfs, p.root_remount_flags, p.etc);
+  p.run_opts = "size=" + std::to_string(req.script.size() + p.etc.bytes() + (1 << 20)) + ",mode=0755";
   for (const auto& b : spec.run_binds) {
-    if (b.name.empty() || b.name == "sandbox" || b.name == "." || b.name == ".." || b.name.find('/') != std::string::npos)
+    if (b.name.empty() || b.name == "sandbox" || b.name == "sandboxrun" || b.name == "." || b.name == ".." || b.name.find('/') != std::string::npos)
       throw Error("bind name '" + b.name + "' is not one path component under /run", "report this as a bug");
     p.bind_source.push_back(std::filesystem::canonical(b.source).string());
     p.bind_target.push_back(p.run_dir + "/" + b.name);
@@ -122,7 +124,6 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.gid = spec.gid;
   p.user_namespace = user_namespace;
   p.proxy_socket = spec.network.mode == NetworkMode::allowlist;
-  p.root_remount_flags = root_flags(p.rootfs);
   p.seccomp = req.seccomp->fprog();
 
   p.argv_storage = {spec.python, "-B", "/run/sandbox/" + name};

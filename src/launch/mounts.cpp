@@ -1,7 +1,8 @@
 // Child side: builds the sandbox's filesystem view and pivots into it (bubblewrap's order).
 //   1. make every mount private, so nothing propagates back to the host
 //   2. bind the image rootfs onto itself (non-recursive: no host submounts come along)
-//   3. fresh /proc (pid namespace), minimal /dev, tmpfs /tmp, /run with the script copied in
+//   3. fresh /proc (pid namespace), minimal /dev, tmpfs /tmp, /run with the script copied in,
+//      /etc/hosts, /etc/hostname and /etc/resolv.conf of this run bound read-only (etc_files.cpp)
 //   4. remount the root read-only, nosuid, nodev
 //   5. pivot_root and detach the old root
 //   6. mask and write-protect the dangerous parts of /proc
@@ -82,6 +83,7 @@ bool setup_run(const ChildPlan& plan) {
     errno = saved;
     return fail(plan, "write script", plan.script_path);
   }
+  if (!write_etc_files(plan)) return false;
   for (size_t i = 0; i < plan.bind_target.size(); ++i) {
     if (::mkdir(plan.bind_target[i].c_str(), 0755) != 0) return fail(plan, "mkdir", plan.bind_target[i]);
     if (!bind(plan, plan.bind_source[i], plan.bind_target[i], plan.bind_flags[i])) return false;
@@ -128,6 +130,7 @@ bool setup_mounts(const ChildPlan& plan) {
   if (!setup_dev(plan)) return false;
   if (!mount_tmpfs(plan, plan.tmp_dir, MS_NOSUID | MS_NODEV, plan.tmp_opts)) return false;
   if (!setup_run(plan)) return false;
+  if (!mount_etc_files(plan)) return false;
   if (::mount(nullptr, plan.rootfs.c_str(), nullptr, MS_BIND | MS_REMOUNT | plan.root_remount_flags, nullptr) != 0)
     return fail(plan, "remount rootfs read-only", plan.rootfs);
 

@@ -11,8 +11,9 @@
 namespace {
 
 const sandboxrun::SecurityConfig& config() {
-  // This file lives in <root>/tests/fuzz/.
-  static const std::filesystem::path root = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  // From the build (tests/CMakeLists.txt): __FILE__ is relative to the build directory under
+  // Ninja, so it only worked when the fuzzer was started there.
+  static const std::filesystem::path root = SANDBOXRUN_SOURCE_DIR;
   static const sandboxrun::SecurityConfig cfg = [] {
     auto c = sandboxrun::load_security_config(root / "config/security.yaml", root);
     c.max_bytes = 1 << 20;

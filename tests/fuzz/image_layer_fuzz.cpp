@@ -1,5 +1,6 @@
-// Fuzzes layer tar parsing and application: the input is an uncompressed layer stream applied
-// onto a fresh directory beside a canary. Errors are expected; anything written outside the
+// Fuzzes layer tar parsing and application: the input is a layer stream (gzip when it starts
+// with gzip's magic, so the trailer checks are fuzzed too; else uncompressed) applied onto a
+// fresh directory beside a canary. Errors are expected; anything written outside the
 // destination, or any crash, is a finding.
 #include <fcntl.h>
 #include <stdlib.h>
@@ -69,7 +70,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             done = true;
             return {reinterpret_cast<const std::byte*>(data), size};
           },
-          sandboxrun::image::Compression::none, "fuzz");
+          size >= 2 && data[0] == 0x1f && data[1] == 0x8b ? sandboxrun::image::Compression::gzip
+                                                          : sandboxrun::image::Compression::none,
+          "fuzz");
       writer.finish();
     } catch (const sandboxrun::Error&) {
     }

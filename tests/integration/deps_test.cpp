@@ -158,7 +158,7 @@ struct Fixture {
   size_t entries() const {
     std::error_code ec;
     size_t n = 0;
-    for (auto it = fs::directory_iterator(cache + "/entries", ec); !ec && it != fs::directory_iterator(); ++it) ++n;
+    for (auto it = fs::directory_iterator(cache + "/deps/entries", ec); !ec && it != fs::directory_iterator(); ++it) ++n;
     return n;
   }
   std::atomic<int> n_{0};
@@ -270,7 +270,7 @@ TEST(Deps, ATruncatedCacheEntryIsRebuiltNotUsed) {
   auto first = f.run(script, "gamma-sr==1.0\n");
   ASSERT_EQ(first.stdout_text(), "gamma_sr\n") << first.exec.err;
   const std::string key = first.result["deps"]["key"];
-  const std::string module = f.cache + "/entries/" + key + "/site/gamma_sr/__init__.py";
+  const std::string module = f.cache + "/deps/entries/" + key + "/site/gamma_sr/__init__.py";
   ASSERT_EQ(truncate(module.c_str(), 3), 0) << module;
   auto second = f.run(script, "gamma-sr==1.0\n");
   EXPECT_EQ(second.stdout_text(), "gamma_sr\n") << second.exec.err << second.result.value("stderr", "");

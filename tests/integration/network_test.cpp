@@ -100,10 +100,16 @@ try:
     s.connect(('127.0.0.1', port)); res['direct'] = 'connected'
 except OSError as e:
     res['direct'] = errno.errorcode.get(e.errno, str(e))
+# No DNS inside: an allowlisted name resolves only in the proxy. extra_hosts names are in the
+# sandbox's /etc/hosts too, as with Docker's --add-host.
 try:
-    socket.getaddrinfo('pypi.test', 80); res['dns'] = 'resolved'
+    socket.getaddrinfo('files.pythonhosted.test', 80); res['dns'] = 'resolved'
 except OSError:
     res['dns'] = 'failed'
+try:
+    res['etc_hosts'] = socket.gethostbyname('pypi.test')
+except OSError:
+    res['etc_hosts'] = 'failed'
 print(json.dumps(res))
 )";
 
@@ -127,6 +133,7 @@ TEST(Network, AllowlistReachesListedNamesOnlyThroughTheProxy) {
   EXPECT_EQ(j["ip_literal"], "HTTP 403");
   EXPECT_EQ(j["direct"], "ECONNREFUSED") << "the host's loopback must be unreachable from inside";
   EXPECT_EQ(j["dns"], "failed");
+  EXPECT_EQ(j["etc_hosts"], "127.0.0.1");
   EXPECT_EQ(index.hits(), 1);
 
   const auto& net = r.result["network"];
@@ -154,6 +161,7 @@ TEST(Network, NoneModeReachesNothingAndHasNoProxy) {
   EXPECT_EQ(j["allowed"].get<std::string>().rfind("failed", 0), 0u) << j["allowed"];
   EXPECT_EQ(j["direct"], "ECONNREFUSED");
   EXPECT_EQ(j["dns"], "failed");
+  EXPECT_EQ(j["etc_hosts"], "failed");
   EXPECT_EQ(index.hits(), 0);
   EXPECT_FALSE(r.result.contains("network"));
 }

@@ -1,5 +1,7 @@
 // `sandboxrun assess`: output formats and exit statuses.
 #include <gtest/gtest.h>
+
+#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,7 +71,6 @@ TEST(AssessCommand, ExitStatuses) {
   ::unlink(fifo.c_str());
   EXPECT_EQ(cmd({}).rc, 2);
   EXPECT_EQ(cmd({"--bogus", "x.py"}).rc, 2);
-  EXPECT_EQ(cmd({"a.py", "b.py"}).rc, 2);
   EXPECT_EQ(cmd({"--config-dir"}).rc, 2);
   Out bad = cmd({"--config-dir", "/nonexistent-config", kFixtures + "benign/fstrings.py"});
   EXPECT_EQ(bad.rc, 2);
@@ -82,4 +83,19 @@ TEST(AssessCommand, ExitStatuses) {
 TEST(AssessCommand, FileNamedLikeAnOptionAfterDoubleDash) {
   Out o = cmd({"--config-dir", kConfigDir, "--", "--json"});
   EXPECT_EQ(o.rc, 127) << o.err;  // "--json" is the file name here, and it does not exist
+}
+
+TEST(AssessCommand, ManyFilesOneJsonLineEach) {
+  const std::string low = kFixtures + "benign/fstrings.py", blocked = kFixtures + "malicious/fork_bomb.py";
+  Out o = cmd({"--json", "--config-dir", kConfigDir, low, "/nonexistent/job.py", blocked});
+  EXPECT_EQ(o.rc, 127);  // one file could not be read; the others were still assessed
+  std::istringstream lines(o.out);
+  std::string l1, l2, extra;
+  ASSERT_TRUE(std::getline(lines, l1) && std::getline(lines, l2)) << o.out;
+  EXPECT_FALSE(std::getline(lines, extra));
+  auto j1 = nlohmann::json::parse(l1), j2 = nlohmann::json::parse(l2);
+  EXPECT_EQ(j1["file"], low);
+  EXPECT_EQ(j1["level"], "LOW");
+  EXPECT_EQ(j2["file"], blocked);
+  EXPECT_EQ(j2["level"], "BLOCKED");
 }

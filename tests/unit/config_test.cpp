@@ -165,6 +165,53 @@ TEST(Config, CallerEnvironmentIsNeverPartOfTheSpec) {
   EXPECT_EQ(s.env.at("HOME"), "/tmp");
 }
 
+TEST(Config, ExtraHostsAcceptDockersListAndMappingForms) {
+  const std::map<std::string, std::string> want{
+      {"pypi.internal", "10.0.0.5"}, {"v6.internal", "fd00::1"}, {"db_1", "::ffff:10.1.2.3"}};
+  EXPECT_EQ(parse("extra_hosts:\n  pypi.internal: 10.0.0.5\n  v6.internal: \"fd00::1\"\n"
+                  "  db_1: \"::ffff:10.1.2.3\"\n")
+                .base.extra_hosts,
+            want);
+  // The list splits at the first colon, as Docker does: the rest is the (IPv6) address.
+  EXPECT_EQ(parse("extra_hosts: [\"pypi.internal:10.0.0.5\", \"v6.internal:fd00::1\", "
+                  "\"db_1:::ffff:10.1.2.3\"]\n")
+                .base.extra_hosts,
+            want);
+  EXPECT_EQ(parse("extra_hosts:\n  - \"a:1.2.3.4\"\n  - \"a:1.2.3.4\"\n").base.extra_hosts,
+            (std::map<std::string, std::string>{{"a", "1.2.3.4"}}));
+  EXPECT_TRUE(parse("extra_hosts: []\n").base.extra_hosts->empty());
+  EXPECT_TRUE(parse("extra_hosts:\n").base.extra_hosts->empty());
+  auto s = resolve_spec(parse("trust_levels:\n  untrusted:\n    extra_hosts: [\"x.test:127.0.0.2\"]\n"),
+                        Trust::untrusted, {}, big_host());
+  EXPECT_EQ(s.network.extra_hosts.at("x.test"), "127.0.0.2");
+
+  struct Bad {
+    const char* yaml;
+    const char* message;
+  };
+  const Bad bad[] = {
+      {"extra_hosts: [\"nocolon\"]\n",
+       "sandbox.yaml:1: key 'extra_hosts[0]': expected \"NAME:ADDRESS\", e.g. \"pypi.internal:10.0.0.5\", got 'nocolon'"},
+      {"extra_hosts:\n  - \"a:1.2.3.4\"\n  - \"b:not-an-ip\"\n",
+       "sandbox.yaml:3: key 'extra_hosts[1]': expected an IPv4 or IPv6 address for 'b', got 'not-an-ip'"},
+      {"extra_hosts: [\":1.2.3.4\"]\n", "key 'extra_hosts[0]': expected a host name"},
+      {"extra_hosts: [\"bad name:1.2.3.4\"]\n", "got 'bad name'"},
+      {"extra_hosts: [[a, b]]\n", "key 'extra_hosts[0]': expected \"NAME:ADDRESS\""},
+      {"extra_hosts: [\"a:1.2.3.4\", \"a:1.2.3.5\"]\n",
+       "expected one address per name, got 'a' mapped to both 1.2.3.4 and 1.2.3.5"},
+      {"extra_hosts:\n  a: 1.2.3.4.5\n", "sandbox.yaml:2: key 'extra_hosts.a': expected an IPv4 or IPv6 address"},
+      {"extra_hosts:\n  \"a\\nb\": 1.2.3.4\n", "expected a host name"},
+      {"extra_hosts: pypi:1.2.3.4\n",
+       "key 'extra_hosts': expected a list of \"NAME:ADDRESS\" strings or a mapping of names to addresses"},
+      {"trust_levels:\n  trusted:\n    extra_hosts: [\"x\"]\n", "key 'trust_levels.trusted.extra_hosts[0]'"},
+  };
+  for (const auto& b : bad) {
+    const std::string err = error_of(b.yaml);
+    EXPECT_NE(err.find("/etc/sr/sandbox.yaml"), std::string::npos) << b.yaml << " -> " << err;
+    EXPECT_NE(err.find(b.message), std::string::npos) << b.yaml << " -> " << err;
+  }
+}
+
 TEST(Config, SearchOrderPrefersTheCliThenTheEnvironment) {
   EXPECT_EQ(find_config(std::string("/x/y.yaml")), "/x/y.yaml");
   EXPECT_EQ(find_config(std::string(SANDBOXRUN_SOURCE_DIR "/config")),

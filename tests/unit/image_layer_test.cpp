@@ -300,24 +300,27 @@ TEST_F(Hostile, SymlinkTargetsAreDataOnly) {
   expect_outside_untouched();
 }
 
+// Applies one blob to a fresh directory, handed over in chunks of `chunk` bytes; returns the
+// diff digest.
+std::string apply_blob(const std::string& blob, Compression c, size_t chunk = SIZE_MAX) {
+  TempDir tmp;
+  fs::create_directories(tmp / "root");
+  sandboxrun::UniqueFd root(open((tmp / "root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  sandboxrun::image::RootfsWriter w(root.get(), {});
+  size_t at = 0;
+  return w
+      .apply_layer(
+          [&]() -> std::span<const std::byte> {
+            const size_t n = std::min(chunk, blob.size() - at);
+            at += n;
+            return {reinterpret_cast<const std::byte*>(blob.data()) + at - n, n};
+          },
+          c, "sha256:test")
+      .str();
+}
+
 TEST(ImageLayerStream, CorruptOrMislabelledStreams) {
   const std::string tar = make_tar({F("a", std::string(100000, 'a')), F("b", "b")});
-  auto apply_blob = [](const std::string& blob, Compression c) -> std::string {
-    TempDir tmp;
-    fs::create_directories(tmp / "root");
-    sandboxrun::UniqueFd root(open((tmp / "root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    sandboxrun::image::RootfsWriter w(root.get(), {});
-    bool done = false;
-    return w
-        .apply_layer(
-            [&]() -> std::span<const std::byte> {
-              if (done) return {};
-              done = true;
-              return {reinterpret_cast<const std::byte*>(blob.data()), blob.size()};
-            },
-            c, "sha256:test")
-        .str();
-  };
   const std::string gz = compress(tar, Compression::gzip);
   const std::string zst = compress(tar, Compression::zstd);
   EXPECT_THAT([&] { apply_blob(gz.substr(0, gz.size() / 2), Compression::gzip); },
@@ -339,6 +342,39 @@ TEST(ImageLayerStream, CorruptOrMislabelledStreams) {
   }
   EXPECT_EQ(apply_blob(gz, Compression::gzip), sha256(tar));
   EXPECT_EQ(apply_blob(zst, Compression::zstd), sha256(tar));
+}
+
+// libarchive's gzip reader ignores the CRC32/ISIZE trailer and whatever follows the last member;
+// a blob digest computed over such bytes proves nothing about them.
+TEST(ImageLayerStream, GzipTrailerAndTrailingBytesAreChecked) {
+  const std::string tar = make_tar({F("a", std::string(100000, 'a')), F("b", "b")});
+  const std::string gz = compress(tar, Compression::gzip);
+  auto refused = [](const std::string& message) {
+    return testing::ThrowsMessage<Error>(HasSubstr("layer sha256:test: " + message));
+  };
+  std::string bad_crc = gz;
+  bad_crc[gz.size() - 8] ^= 0x01;
+  EXPECT_THAT([&] { apply_blob(bad_crc, Compression::gzip); },
+              refused("the gzip CRC32 trailer does not match the decompressed data"));
+  std::string bad_length = gz;
+  bad_length[gz.size() - 1] ^= 0x01;
+  EXPECT_THAT([&] { apply_blob(bad_length, Compression::gzip); },
+              refused("the gzip length trailer does not match the decompressed data"));
+  EXPECT_THAT([&] { apply_blob(gz + "garbage", Compression::gzip); },
+              refused("trailing garbage after gzip member 1"));
+  EXPECT_THAT([&] { apply_blob(gz + std::string(1, '\0'), Compression::gzip); },
+              refused("trailing garbage after gzip member 1"));
+  EXPECT_THAT([&] { apply_blob(gz + std::string(600, '\0'), Compression::gzip, 7); },
+              refused("trailing garbage after gzip member 1"));
+  EXPECT_THAT([&] { apply_blob(gz.substr(0, gz.size() - 4), Compression::gzip); },
+              refused("corrupt or truncated gzip stream"));
+
+  // Concatenated members are one stream (gzip(1), Go's reader); any chunking gives the same.
+  const std::string two = compress(tar.substr(0, 5000), Compression::gzip) +
+                          compress(tar.substr(5000), Compression::gzip);
+  EXPECT_EQ(apply_blob(two, Compression::gzip), sha256(tar));
+  EXPECT_EQ(apply_blob(two, Compression::gzip, 1), sha256(tar));
+  EXPECT_EQ(apply_blob(gz, Compression::gzip, 4096), sha256(tar));
 }
 
 }  // namespace

@@ -69,10 +69,25 @@ TEST_F(Unpack, TagSelection) {
   unpack_image({layout_, ""}, dest_);
   EXPECT_EQ(slurp(dest_ / "a"), "1");
 
+  // Several manifests, one of them `latest`: no tag means `latest`, as in Docker and skopeo.
   b.add_image({{make_tar({F("a", "2")}), Compression::gzip}}, "3.12");
   fs::remove_all(dest_);
-  expect_failure({layout_, ""}, "holds 2 manifests; name one as LAYOUT:TAG (tags in this layout: 3.12, latest)");
+  unpack_image({layout_, ""}, dest_);
+  EXPECT_EQ(slurp(dest_ / "a"), "1");
+  fs::remove_all(dest_);
+  unpack_image({layout_, "3.12"}, dest_);
+  EXPECT_EQ(slurp(dest_ / "a"), "2");
+  fs::remove_all(dest_);
   expect_failure({layout_, "nope"}, "no manifest is tagged 'nope' (tags in this layout: 3.12, latest)");
+}
+
+TEST_F(Unpack, SeveralTagsWithoutLatestAreAmbiguous) {
+  LayoutBuilder b(layout_);
+  b.add_image({{make_tar({F("a", "1")}), Compression::gzip}}, "3.11");
+  b.add_image({{make_tar({F("a", "2")}), Compression::gzip}}, "3.12");
+  expect_failure({layout_, ""},
+                 "holds 2 manifests and none is tagged 'latest'; name one as LAYOUT:TAG (tags in this "
+                 "layout: 3.11, 3.12)");
 }
 
 TEST_F(Unpack, DockerMediaTypesAndNestedIndex) {
@@ -167,6 +182,25 @@ TEST_F(Unpack, TruncatedGzipLayerIsRefused) {
   b.index_entries().push_back(b.blob(manifest.dump(), "application/vnd.oci.image.manifest.v1+json"));
   b.write_index();
   expect_failure({layout_, ""}, "corrupt or truncated");
+}
+
+TEST_F(Unpack, GzipLayerWithACorruptTrailerIsRefused) {
+  // The CRC32 is damaged before the blob was hashed: digest and size match, only the trailer
+  // check can notice.
+  LayoutBuilder b(layout_);
+  const std::string tar = make_tar({F("a", std::string(200000, 'a'))});
+  std::string gz = compress(tar, Compression::gzip);
+  gz[gz.size() - 6] ^= 0x20;
+  const auto layer = b.blob(gz, "application/vnd.oci.image.layer.v1.tar+gzip");
+  const nlohmann::json config = {{"os", "linux"}, {"rootfs", {{"type", "layers"}, {"diff_ids", {sha256(tar)}}}}};
+  const nlohmann::json manifest = {{"schemaVersion", 2},
+                                   {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                                   {"config", b.blob(config.dump(), "application/vnd.oci.image.config.v1+json")},
+                                   {"layers", {layer}}};
+  b.index_entries().push_back(b.blob(manifest.dump(), "application/vnd.oci.image.manifest.v1+json"));
+  b.write_index();
+  expect_failure({layout_, ""}, "layer " + layer["digest"].get<std::string>() +
+                                    ": the gzip CRC32 trailer does not match the decompressed data");
 }
 
 TEST_F(Unpack, HostileLayerLeavesNoDest) {

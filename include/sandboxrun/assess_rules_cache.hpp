@@ -1,0 +1,37 @@
+// Compiled-rules cache. Parsing the YAML rules file is most of a single `sandboxrun assess`,
+// so the parsed rules are kept in a binary file named by the SHA-256 of the rules text: an
+// edited rules file has a new digest and is parsed (and cached) again, so a stale entry is
+// never used. The cache directory must belong to the user and be writable by nobody else;
+// files are opened without following symlinks, verified (magic, digest, length, checksum)
+// and written to a temporary name, then renamed into place.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "sandboxrun/assess_rules.hpp"
+
+namespace sandboxrun::assess {
+
+enum class CacheUse : uint8_t { hit, built, bypassed };
+
+struct CachedRules {
+  RuleSet rules;
+  CacheUse use = CacheUse::bypassed;
+  std::string note;  // why the cache was bypassed or rebuilt, for callers that report it
+};
+
+// SHA-256 of `data` as lower-case hex (the cache key; exposed for tests).
+std::string rules_digest(std::string_view data);
+
+// $SANDBOXRUN_CACHE_DIR (set but empty: no cache), else $XDG_CACHE_HOME/sandboxrun, else
+// $HOME/.cache/sandboxrun; nullopt when none is set.
+std::optional<std::filesystem::path> default_cache_dir();
+
+// RuleSet::load through the cache in `cache_dir` (created 0700 when missing). Throws like
+// RuleSet::load for an unreadable or invalid rules file; a cache problem never fails the load.
+CachedRules load_rules_cached(const std::filesystem::path& file, const std::filesystem::path& cache_dir);
+
+}  // namespace sandboxrun::assess

@@ -1,0 +1,232 @@
+// Analyzer internals shared by analyzer.cpp (tokens, statements, blocks, imports) and
+// analyzer_values.cpp (bracket frames and the values that calls and subscripts produce).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "sandboxrun/assess_analyzer.hpp"
+#include "sandboxrun/assess_tokenizer.hpp"
+
+namespace sandboxrun::assess::detail {
+
+constexpr size_t kMaxFrames = 256;        // brackets analyzed; deeper ones are only counted
+constexpr size_t kMaxArgs = 32;           // arguments kept per call
+constexpr size_t kMaxText = 16 * 1024;    // bytes an argument's text may grow to by joining pieces
+constexpr size_t kMaxSymbolText = 1024;   // bytes of a string constant kept per name
+constexpr size_t kMaxQual = 512;          // bytes of a qualified name
+constexpr size_t kMaxSymbols = 1 << 16;   // names bound per file
+constexpr size_t kMaxBlocks = 1024;       // indentation blocks followed
+constexpr size_t kMaxImportTokens = 4096; // tokens of one import statement
+constexpr size_t kMaxDocBytes = 1 << 20;  // docstring bytes kept for __doc__ analysis
+
+using Kind = ArgInfo::Kind;
+
+enum class FrameKind : uint8_t { statement, call, group, list, subscript, brace, fstring, field };
+enum class Header : uint8_t { none, while_, for_, def_, other };
+
+struct Frame {
+  FrameKind kind = FrameKind::statement;
+  uint32_t line = 0;
+  ArgInfo callee;      // call: what is called; subscript: the base
+  std::string method;  // call of a method on a string constant ('..'.decode)
+  std::vector<ArgInfo> args;
+  ArgInfo cur;  // the argument being read
+  bool after_plus = false;
+  bool in_spec = false;  // field: after the ':' of a format spec
+  std::string sig;       // subscript: its tokens, to recognise [::-1]
+};
+
+struct Primary {
+  bool active = false;
+  ArgInfo val;
+  std::string raw_name;  // the source spelling when the primary is one bare name
+  std::string method;    // attribute read on a string constant
+  uint32_t line = 0;
+};
+
+// A call whose rules care about loops waits in its innermost loop or function block until
+// that block ends and it is known whether the block repeats without end.
+struct Deferred {
+  std::string qual;
+  uint32_t line;
+  std::vector<ArgInfo> args;
+  bool from_decoded;
+};
+
+enum class BlockKind : uint8_t { plain, loop, function };
+
+struct Block {
+  BlockKind kind = BlockKind::plain;
+  bool header_unbounded = false;  // loop: `while True:`, `for _ in itertools.count():`
+  bool exits = false;             // loop: break/return/exit seen; function: return seen
+  bool recursive = false;         // function: calls itself
+  std::string name;               // function: its symbol ("local:f")
+  std::vector<Deferred> pending;
+};
+
+constexpr size_t kMaxPending = 256;  // deferred calls per block; later ones are reported at once
+
+struct Fragment {
+  std::string text;
+  uint32_t origin_line;
+  uint32_t depth;
+};
+
+// Appends up to `cap` bytes in total; false when something was cut.
+inline bool append_capped(std::string& dst, std::string_view src, size_t cap) {
+  const bool all = dst.size() + src.size() <= cap;
+  if (dst.size() < cap) dst.append(src.substr(0, cap - dst.size()));
+  return all;
+}
+
+inline bool is_name_kind(Kind k) noexcept { return k == Kind::name || k == Kind::call; }
+
+class Analyzer {
+ public:
+  Analyzer(const AnalyzerLimits& limits, EventSink& sink) : limits_(limits), sink_(sink) {}
+
+  void run(std::string_view source);
+
+ private:
+  // ---- per text --------------------------------------------------------------------------
+  void analyze_text(std::string_view text, uint32_t origin_line, uint32_t depth);
+
+  uint32_t line_of(const Token& t) const noexcept { return origin_line_ ? origin_line_ : t.line; }
+
+  void start_statement();
+
+  // ---- blocks: loops and functions --------------------------------------------------------
+  void push_block(Block&& b);
+
+  void pop_block();
+
+  Block* candidate();
+
+  void emit_deferred(const Deferred& d, bool endless);
+
+  // break: leaves the innermost loop. return: leaves every loop up to the function.
+  void mark_exit(bool is_return);
+
+  void on_token(const Token& t);
+
+  // ---- names -----------------------------------------------------------------------------
+  void on_name(const Token& t, uint32_t line, bool was_dot);
+
+  ArgInfo resolve(std::string_view name) const;
+
+  void on_keyword(std::string_view kw, uint32_t line);
+
+  void bind(const std::string& name, const ArgInfo& value);
+
+  // ---- strings -----------------------------------------------------------------------------
+  void on_string_token(const Token& t, uint32_t line, bool was_string);
+
+  void emit_string(const std::string& v, uint32_t line) { sink_.on_string(v, line); }
+
+  // ---- operators ---------------------------------------------------------------------------
+  void on_op(const Token& t, uint32_t line);
+
+  void on_assign(Frame& top);
+
+  void on_header_colon();
+
+  // ---- frames ------------------------------------------------------------------------------
+  void push(FrameKind k, uint32_t line);
+
+  void push_call(uint32_t line);
+
+  void push_frame(Frame&& f);
+
+  // Moves the finished primary into the current argument of the top frame.
+  void flush();
+
+  static void to_expr(ArgInfo& a);
+
+  static void add_operand(Frame& f, ArgInfo&& v);
+
+  static void finish_arg(Frame& f);
+
+  void close_frame();
+
+  static bool any_decoded(const std::vector<ArgInfo>& args);
+
+  static ArgInfo container(std::vector<ArgInfo>& items);
+
+  void report_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line);
+
+  ArgInfo close_call(Frame& f);
+
+  ArgInfo close_subscript(Frame& f);
+
+  // ---- statements --------------------------------------------------------------------------
+  // `suite_continues`: a ';' inside a one-line suite (`while 1: os.fork(); break`).
+  void end_statement(bool suite_continues = false);
+
+  void parse_import();
+
+  // ---- whole file --------------------------------------------------------------------------
+  void scan_lines(std::string_view s);
+
+  void enqueue(std::string text, uint32_t line, uint32_t depth);
+
+  const AnalyzerLimits& limits_;
+  EventSink& sink_;
+
+  // File state, shared with the fragments (exec'd code runs in the same globals).
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, ArgInfo, NameHash, std::equal_to<>> symbols_;
+  std::deque<Fragment> queue_;
+  uint64_t fragment_bytes_ = 0;
+  std::vector<std::pair<std::string, uint32_t>> docstrings_;
+  size_t doc_bytes_ = 0;
+  bool doc_referenced_ = false;
+
+  // Text state.
+  uint32_t origin_line_ = 0;
+  uint32_t depth_ = 0;
+  std::vector<Frame> frames_;
+  uint32_t overflow_ = 0;
+  bool nesting_reported_ = false;
+  Primary prim_;
+  std::vector<Block> blocks_;
+  uint32_t block_overflow_ = 0;
+  std::optional<Block> header_block_;  // opened by the next INDENT, or a same-line suite
+  bool suite_on_line_ = false;
+
+  // Statement state.
+  bool stmt_fresh_ = true;
+  uint32_t stmt_line_ = 0;
+  bool import_mode_ = false;
+  std::vector<std::string> import_tokens_;
+  Header header_ = Header::none;
+  bool header_colon_ = false;
+  bool header_unbounded_ = false;
+  std::string def_name_;  // the function a `def` header names
+  bool def_is_function_ = false;
+  std::string while_sig_;
+  std::vector<std::string> targets_;
+  // Growth of a value by itself within one statement (see end_statement).
+  std::string aug_target_;  // the name before `+=`
+  uint32_t self_refs_ = 0;  // uses of the assigned name on the right-hand side
+  bool saw_plus_ = false, saw_mul_ = false, doubles_ = false;
+  bool def_pending_ = false;
+  bool as_pending_ = false;
+  ArgInfo as_value_;
+  bool bare_strings_ = true;
+  std::vector<std::pair<std::string, uint32_t>> deferred_strings_;
+  bool dot_pending_ = false;
+  bool prev_string_ = false;
+  std::string last_flushed_raw_;
+  bool last_flushed_single_ = false;
+};
+
+}  // namespace sandboxrun::assess::detail

@@ -1,0 +1,385 @@
+// Bracket frames and the values they produce: call results (imports, getattr, decoders,
+// string methods), subscripts (globals()[...], sys.modules[...], os.environ[...]), containers
+// and the operands joined into an argument.
+#include <algorithm>
+#include <charconv>
+
+#include "analyzer_impl.hpp"
+#include "internal.hpp"
+
+namespace sandboxrun::assess::detail {
+
+namespace {
+
+// pathlib methods: on a path held as a string they are reported as calls of
+// pathlib.Path().METHOD with the path as argument 0, so path rules read them like open().
+bool is_path_method(std::string_view m) {
+  static constexpr std::array<std::string_view, 20> names = {
+      "write_text", "write_bytes", "read_text", "read_bytes", "open", "touch", "unlink", "mkdir", "rmdir",
+      "chmod", "rename", "replace", "symlink_to", "hardlink_to", "iterdir", "glob", "rglob", "walk", "expanduser", "resolve"};
+  return std::find(names.begin(), names.end(), m) != names.end();
+}
+
+// Calls whose result is their arguments' path text: the path keeps flowing to the call that
+// uses it (open(os.path.join(home, ".ssh", "authorized_keys"), "a")).
+bool is_path_builder(std::string_view q) {
+  static constexpr std::array<std::string_view, 14> names = {
+      "os.path.join", "os.path.expanduser", "os.path.expandvars", "os.path.abspath", "os.path.realpath",
+      "os.path.normpath", "os.fspath", "str", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath",
+      "pathlib.Path.home", "os.path.dirname", "pathlib.Path.cwd"};
+  return std::find(names.begin(), names.end(), q) != names.end();
+}
+
+std::optional<uint32_t> parse_int(std::string_view s) {
+  uint32_t v = 0;
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    s.remove_prefix(2);
+    base = 16;
+  }
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+void Analyzer::push(FrameKind k, uint32_t line) {
+  Frame f;
+  f.kind = k;
+  f.line = line;
+  push_frame(std::move(f));
+}
+
+void Analyzer::push_call(uint32_t line) {
+  Frame f;
+  f.kind = FrameKind::call;
+  f.line = line;
+  f.callee = std::move(prim_.val);
+  f.method = std::move(prim_.method);
+  prim_.active = false;
+  push_frame(std::move(f));
+}
+
+void Analyzer::push_frame(Frame&& f) {
+  if (frames_.size() + overflow_ >= limits_.max_nesting && !nesting_reported_) {
+    nesting_reported_ = true;
+    sink_.on_detector(Detector::deep_nesting, f.line, std::to_string(limits_.max_nesting));
+  }
+  if (overflow_ || frames_.size() >= kMaxFrames) {
+    ++overflow_;
+    return;
+  }
+  frames_.push_back(std::move(f));
+}
+
+// Moves the finished primary into the current argument of the top frame.
+void Analyzer::flush() {
+  last_flushed_raw_.clear();
+  last_flushed_single_ = false;
+  if (!prim_.active) return;
+  prim_.active = false;
+  if (overflow_) return;
+  Primary p = std::move(prim_);
+  prim_ = Primary{};
+  if (is_name_kind(p.val.kind)) {
+    p.val.text = detail::canonical(p.val.text);
+    sink_.on_reference(p.val.text, p.line);
+  } else if (p.val.kind == Kind::string && !p.method.empty()) {
+    p.val.dynamic = true;  // an unread attribute of a string: 'x'.upper
+  }
+  Frame& f = frames_.back();
+  last_flushed_single_ = f.cur.kind == Kind::none && !p.raw_name.empty();
+  last_flushed_raw_ = std::move(p.raw_name);
+  add_operand(f, std::move(p.val));
+}
+
+void Analyzer::to_expr(ArgInfo& a) {
+  if (a.kind == Kind::expr) return;
+  if (a.kind != Kind::string) a.text.clear();
+  a.kind = Kind::expr;
+}
+
+void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
+  ArgInfo& c = f.cur;
+  if (c.kind == Kind::none) {
+    std::string kw = std::move(c.keyword);
+    const bool dyn = c.dynamic;
+    c = std::move(v);
+    c.keyword = std::move(kw);
+    c.dynamic |= dyn;
+  } else if (f.after_plus && c.kind == Kind::string && v.kind == Kind::string) {
+    // A cut constant is no longer the constant: treat it as computed.
+    if (!append_capped(c.text, v.text, kMaxText)) c.dynamic = true;
+    c.folded = true;
+    c.dynamic |= v.dynamic;
+    c.decoded |= v.decoded;
+  } else {
+    to_expr(c);
+    c.dynamic = true;
+    if (v.kind == Kind::string) append_capped(c.text, v.text, kMaxText);
+    c.decoded |= v.decoded;
+  }
+  f.after_plus = false;
+}
+
+void Analyzer::finish_arg(Frame& f) {
+  if (f.cur.kind != Kind::none || !f.cur.keyword.empty()) {
+    if (f.args.size() < kMaxArgs) f.args.push_back(std::move(f.cur));
+  }
+  f.cur = ArgInfo{};
+  f.after_plus = false;
+}
+
+void Analyzer::close_frame() {
+  if (overflow_) {
+    --overflow_;
+    return;
+  }
+  if (frames_.size() <= 1) return;  // a stray closer
+  Frame f = std::move(frames_.back());
+  frames_.pop_back();
+  // An f-string collects its text in cur; its fields report into it directly.
+  if (f.kind != FrameKind::fstring) finish_arg(f);
+  Primary result;
+  result.active = true;
+  result.line = f.line;
+  switch (f.kind) {
+    case FrameKind::call: result.val = close_call(f); break;
+    case FrameKind::subscript: result.val = close_subscript(f); break;
+    case FrameKind::group:
+      if (f.args.size() == 1 && f.args[0].keyword.empty()) {
+        result.val = std::move(f.args[0]);
+        break;
+      }
+      [[fallthrough]];
+    case FrameKind::list: result.val = container(f.args); break;
+    case FrameKind::brace: result.val = ArgInfo{{}, Kind::container, {}, true, false, any_decoded(f.args)}; break;
+    case FrameKind::fstring: {
+      result.val = ArgInfo{{}, Kind::string, std::move(f.cur.text), f.cur.dynamic, false, f.cur.decoded};
+      if (!result.val.text.empty()) {
+        if (bare_strings_) deferred_strings_.emplace_back(result.val.text, f.line);
+        else emit_string(result.val.text, f.line);
+      }
+      break;
+    }
+    case FrameKind::field: {
+      // The field's value becomes part of the enclosing f-string.
+      Frame& parent = frames_.back();
+      if (parent.kind == FrameKind::fstring) {
+        parent.cur.dynamic = true;
+        parent.cur.decoded |= any_decoded(f.args);
+      }
+      return;
+    }
+    case FrameKind::statement: break;
+  }
+  prim_ = std::move(result);
+}
+
+bool Analyzer::any_decoded(const std::vector<ArgInfo>& args) {
+  for (const auto& a : args)
+    if (a.decoded) return true;
+  return false;
+}
+
+ArgInfo Analyzer::container(std::vector<ArgInfo>& items) {
+  ArgInfo c;
+  c.kind = Kind::container;
+  for (auto& a : items) {
+    if (!c.text.empty()) append_capped(c.text, "\x1f", kMaxText);
+    if (a.kind == Kind::string) append_capped(c.text, a.text, kMaxText);
+    if (a.kind != Kind::string && a.kind != Kind::literal) c.dynamic = true;
+    c.dynamic |= a.dynamic;
+    c.decoded |= a.decoded;
+  }
+  return c;
+}
+
+void Analyzer::report_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line) {
+  // A call whose rules ask about endless loops waits in its loop or function block.
+  Block* loop = sink_.loop_sensitive(qual) ? candidate() : nullptr;
+  if (loop && loop->pending.size() < kMaxPending) {
+    loop->pending.push_back(Deferred{qual, line, args, depth_ > 0});
+  } else {
+    sink_.on_call(CallEvent{qual, line, args, loop && loop->header_unbounded, false, depth_ > 0});
+  }
+}
+
+ArgInfo Analyzer::close_call(Frame& f) {
+  auto& args = f.args;
+  const bool decoded_args = any_decoded(args);
+  if (f.callee.kind == Kind::string) {
+    // A method of a string constant: decode/encode/strip keep the value, others compute.
+    ArgInfo r = std::move(f.callee);
+    if (is_path_method(f.method)) {
+      std::vector<ArgInfo> with_path;
+      with_path.reserve(args.size() + 1);
+      with_path.push_back(r);
+      with_path.back().keyword.clear();
+      with_path.insert(with_path.end(), args.begin(), args.end());
+      const std::string qual = "pathlib.Path()." + f.method;
+      sink_.on_call(CallEvent{qual, f.line, with_path, false, false, depth_ > 0});
+      if (f.method == "expanduser" || f.method == "resolve") return r;
+      return ArgInfo{{}, Kind::call, qual + "()", true, false, decoded_args};
+    }
+    // Joins with short separators only: a long one would multiply text without source.
+    if (f.method == "join" && r.text.size() <= 16 && !args.empty() && args[0].kind == Kind::container) {
+      std::string joined;
+      for (char c : args[0].text) {
+        if (c == '\x1f') append_capped(joined, r.text, kMaxText);
+        else joined += c;
+      }
+      r.text = std::move(joined);
+      r.folded = true;
+      r.dynamic = args[0].dynamic;
+    } else if (f.method != "decode" && f.method != "encode" && f.method != "strip" && f.method != "lower" &&
+               f.method != "upper") {
+      r.dynamic = true;
+    }
+    r.decoded |= decoded_args;
+    return r;
+  }
+  if (!is_name_kind(f.callee.kind)) return ArgInfo{{}, Kind::expr, {}, true, false, decoded_args};
+
+  const std::string qual = detail::canonical(f.callee.text);
+  if (header_ == Header::for_ && !header_colon_ &&
+      (qual == "itertools.count" || qual == "itertools.cycle" ||
+       (qual == "itertools.repeat" && args.size() == 1) || (qual == "iter" && args.size() == 2)))
+    header_unbounded_ = true;
+  if (qual == "sys.exit" || qual == "os._exit" || qual == "exit" || qual == "quit") {
+    for (auto& b : blocks_) b.exits = b.exits || b.kind == BlockKind::loop;
+  }
+  if (qual.starts_with("local:")) {
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
+      if (it->kind == BlockKind::function) {
+        it->recursive = it->recursive || it->name == qual;
+        break;
+      }
+  }
+  report_call(qual, args, f.line);
+
+  if (is_path_builder(qual)) {
+    // A piece that is not a constant reads "{}", so that anchored path patterns cannot match
+    // a suffix by accident (join(base, "sys") is not "/sys").
+    ArgInfo p{{}, Kind::string, {}, false, false, decoded_args};
+    bool has_text = qual == "pathlib.Path.home" || qual == "pathlib.Path.cwd";
+    if (qual == "pathlib.Path.home") p.text = "~";
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!args[i].keyword.empty()) continue;
+      if (i > 0) append_capped(p.text, "/", kMaxText);
+      if (args[i].kind == Kind::string || args[i].kind == Kind::literal) {
+        has_text = true;
+        append_capped(p.text, args[i].text, kMaxText);
+      } else {
+        append_capped(p.text, "{}", kMaxText);
+      }
+      p.dynamic |= args[i].dynamic || (args[i].kind != Kind::string && args[i].kind != Kind::literal);
+      p.folded |= args[i].folded;
+    }
+    if (qual == "pathlib.Path.cwd") p.dynamic = true;
+    if (has_text) return p;
+  }
+  ArgInfo r{{}, Kind::call, qual, true, false, decoded_args};
+  append_capped(r.text, "()", kMaxQual);
+  const ArgInfo* a0 = args.empty() ? nullptr : &args[0];
+  const bool const0 = a0 && a0->kind == Kind::string && !a0->dynamic;
+
+  if (qual == "__import__" || qual == "importlib.import_module" || qual == "importlib.__import__") {
+    if (const0) {
+      sink_.on_import(a0->text, f.line);
+      if (a0->folded || a0->decoded) sink_.on_detector(Detector::dynamic_import, f.line, a0->text);
+      std::string mod = a0->text;
+      if (qual != "importlib.import_module") mod = mod.substr(0, mod.find('.'));
+      return ArgInfo{{}, Kind::name, std::move(mod), true};
+    }
+    sink_.on_detector(Detector::dynamic_import, f.line, "non-constant module name");
+    return r;
+  }
+  if (qual == "getattr" && args.size() >= 2) {
+    const ArgInfo& n = args[1];
+    if (n.kind == Kind::string && !n.dynamic) {
+      if (n.folded || n.decoded) sink_.on_detector(Detector::getattr_computed, f.line, n.text);
+      if (is_name_kind(args[0].kind)) {
+        ArgInfo v{{}, Kind::name, detail::canonical(args[0].text + "." + n.text), true};
+        if (v.text.size() > kMaxQual) v.text.resize(kMaxQual);
+        sink_.on_reference(v.text, f.line);
+        return v;
+      }
+    } else {
+      sink_.on_detector(Detector::getattr_dynamic, f.line, {});
+    }
+    return r;
+  }
+  // attrgetter/methodcaller reach an attribute by name like getattr does.
+  if ((qual == "operator.attrgetter" || qual == "operator.methodcaller") && a0) {
+    if (a0->kind == Kind::string && !a0->dynamic) {
+      if (a0->folded || a0->decoded) sink_.on_detector(Detector::getattr_computed, f.line, a0->text);
+    } else {
+      sink_.on_detector(Detector::getattr_dynamic, f.line, {});
+    }
+    return r;
+  }
+  if ((qual == "globals" || qual == "locals" || qual == "vars") && args.empty())
+    return ArgInfo{{}, Kind::call, "globals()", true};
+  if (qual == "vars" && a0 && is_name_kind(a0->kind) &&
+      (a0->text == "builtins" || a0->text == "__builtins__" || a0->text == "__builtin__")) {
+    sink_.on_detector(Detector::builtins_dict, f.line, "vars(builtins)");
+    return ArgInfo{{}, Kind::name, "builtins", true};
+  }
+  if (qual == "chr" && a0 && a0->kind == Kind::literal) {
+    if (auto v = parse_int(a0->text); v && *v < 0x80) return ArgInfo{{}, Kind::string, std::string(1, static_cast<char>(*v)), false, true};
+  }
+  // Characters from computed codes ("".join(chr(c) for c in codes)): text no reader can see.
+  if (qual == "chr") return ArgInfo{{}, Kind::string, {}, true, true, true};
+  if (auto text = detail::decode_constant_call(qual, args)) {
+    if (looks_like_text(*text)) {
+      sink_.on_detector(Detector::decoded_payload, f.line, qual);
+      enqueue(*text, f.line, depth_ + 1);
+    }
+    return ArgInfo{{}, Kind::string, std::move(*text), false, true, true};
+  }
+  if (is_decoder(qual)) r.decoded = true;
+  // A decoder passed as a value (map(chr, codes), map(bytes.fromhex, parts)) decodes too.
+  for (const auto& a : args)
+    if (is_name_kind(a.kind) && (a.text == "chr" || is_decoder(a.text))) r.decoded = true;
+  // Decoded text was queued when it was decoded.
+  if ((qual == "exec" || qual == "eval" || qual == "compile") && const0 && !a0->decoded && a0->keyword.empty())
+    enqueue(a0->text, f.line, depth_ + 1);
+  return r;
+}
+
+ArgInfo Analyzer::close_subscript(Frame& f) {
+  ArgInfo& base = f.callee;
+  const ArgInfo key = f.args.empty() ? ArgInfo{} : f.args[0];
+  if (base.kind == Kind::string && (f.sig == "::-1" || f.sig == ":::-1")) {
+    sink_.on_detector(Detector::reversed_string, f.line, {});
+    ArgInfo r = std::move(base);
+    std::reverse(r.text.begin(), r.text.end());
+    r.folded = true;
+    return r;
+  }
+  if (!is_name_kind(base.kind)) return ArgInfo{{}, Kind::expr, {}, true, false, base.decoded || key.decoded};
+  const std::string bq = detail::canonical(base.text);
+  const bool const_key = key.kind == Kind::string && !key.dynamic;
+  if (const_key) {
+    if (bq == "globals()") {
+      if (key.text == "__builtins__") {
+        sink_.on_detector(Detector::builtins_dict, f.line, "globals()['__builtins__']");
+        return ArgInfo{{}, Kind::name, "builtins", true};
+      }
+      return ArgInfo{{}, Kind::name, key.text, true};
+    }
+    if (bq == "builtins" || bq == "__builtins__" || bq == "__builtin__") {
+      sink_.on_detector(Detector::builtins_dict, f.line, key.text);
+      return ArgInfo{{}, Kind::name, key.text, true};
+    }
+    if (bq == "sys.modules") return ArgInfo{{}, Kind::name, key.text, true};
+  }
+  std::string sq = bq + "[]";
+  std::span<const ArgInfo> args(&key, key.kind == Kind::none ? 0 : 1);
+  sink_.on_call(CallEvent{sq, f.line, args, false, true, depth_ > 0});
+  return ArgInfo{{}, Kind::name, std::move(sq), true, false, base.decoded};
+}
+
+}  // namespace sandboxrun::assess::detail

@@ -1,0 +1,119 @@
+#include "sandboxrun/safe_open.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <vector>
+
+#include "sandboxrun/error.hpp"
+
+namespace sandboxrun {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kSymlinkHint =
+    "give the real path (no symlink anywhere in it); a symlink there may have been planted to "
+    "redirect what is written";
+
+std::string octal_mode(mode_t m) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%04o", static_cast<unsigned>(m & 07777));
+  return b;
+}
+
+// One component below `dirfd`, never through a symlink; O_CLOEXEC added. -1 with errno set.
+int open_component(int dirfd, const char* name, int flags) {
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+  for (;;) {
+    const long fd = ::syscall(SYS_openat2, dirfd, name, &how, sizeof how);
+    if (fd >= 0 || errno != EAGAIN) return static_cast<int>(fd);
+  }
+}
+
+// StrictModes: who besides root and the caller could change what this directory holds?
+void check_dir(int fd, const fs::path& shown) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno("cannot stat directory " + shown.string());
+  const uid_t me = ::geteuid();
+  if (st.st_uid != 0 && st.st_uid != me)
+    throw Error("directory " + shown.string() + " is owned by uid " + std::to_string(st.st_uid) +
+                    ", not by root or you (uid " + std::to_string(me) + "): its owner could redirect files in it",
+                "use a directory owned by you or root, or chown it");
+  const bool group_writable = (st.st_mode & S_IWGRP) != 0 && st.st_gid != 0;
+  if ((group_writable || (st.st_mode & S_IWOTH) != 0) && (st.st_mode & S_ISVTX) == 0)
+    throw Error("directory " + shown.string() + " is writable by " +
+                    (group_writable ? "group " + std::to_string(st.st_gid) : std::string("others")) + " (mode " +
+                    octal_mode(st.st_mode) + ") and not sticky: other users could plant symlinks in it",
+                "chmod go-w " + shown.string() + ", or use another directory");
+}
+
+}  // namespace
+
+UniqueFd open_trusted_dir(const fs::path& dir, bool create, mode_t mode) {
+  const fs::path abs = fs::absolute(dir).lexically_normal();
+  UniqueFd cur(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!cur) throw_errno("cannot open /");
+  check_dir(cur.get(), "/");
+  fs::path so_far = "/";
+  std::vector<std::string> parts;
+  for (const auto& c : abs.relative_path())
+    if (!c.empty()) parts.push_back(c.string());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    so_far /= parts[i];
+    int fd = open_component(cur.get(), parts[i].c_str(), O_PATH | O_DIRECTORY);
+    if (fd < 0 && errno == ENOENT && create) {
+      if (::mkdirat(cur.get(), parts[i].c_str(), i + 1 == parts.size() ? mode : 0755) != 0 && errno != EEXIST)
+        throw_errno("cannot create directory " + so_far.string());
+      fd = open_component(cur.get(), parts[i].c_str(), O_PATH | O_DIRECTORY);
+    }
+    if (fd < 0) {
+      if (errno == ELOOP) throw Error(so_far.string() + " is a symlink; refusing to follow it", kSymlinkHint);
+      if (errno == ENOTDIR) throw Error(so_far.string() + " is not a directory");
+      throw_errno("cannot open directory " + so_far.string());
+    }
+    cur.reset(fd);
+    check_dir(cur.get(), so_far);
+  }
+  // O_PATH was enough to walk; callers fsync and read directories, which needs a real open.
+  UniqueFd out(::openat(cur.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!out) throw_errno("cannot open directory " + abs.string());
+  return out;
+}
+
+UniqueFd open_trusted_at(int dir_fd, const std::string& name, int flags, mode_t mode, const fs::path& shown) {
+  UniqueFd fd(::openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode));
+  if (!fd) {
+    if (errno == ELOOP) throw Error(shown.string() + " is a symlink; refusing to follow it", kSymlinkHint);
+    throw_errno("cannot open " + shown.string());
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat " + shown.string());
+  if (!S_ISREG(st.st_mode)) throw Error(shown.string() + " is not a regular file", "remove it or choose another path");
+  if ((flags & O_ACCMODE) != O_RDONLY) {
+    if (st.st_uid != 0 && st.st_uid != ::geteuid())
+      throw Error(shown.string() + " is owned by uid " + std::to_string(st.st_uid) + ", not by root or you",
+                  "remove it (another user may have planted it) or choose another path");
+    if (st.st_nlink != 1)
+      throw Error(shown.string() + " has " + std::to_string(st.st_nlink) + " hard links",
+                  "remove it (a hard link may have been planted to redirect what is written)");
+  }
+  return fd;
+}
+
+UniqueFd open_trusted_file(const fs::path& path, int flags, mode_t mode, bool create_parent) {
+  const fs::path abs = fs::absolute(path).lexically_normal();
+  if (!abs.has_filename()) throw Error(path.string() + " names no file");
+  const UniqueFd dir = open_trusted_dir(abs.parent_path(), create_parent);
+  return open_trusted_at(dir.get(), abs.filename().string(), flags, mode, abs);
+}
+
+}  // namespace sandboxrun

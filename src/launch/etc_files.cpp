@@ -1,0 +1,142 @@
+#include "etc_files.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "child_plan.hpp"
+#include "sandboxrun/error.hpp"
+#include "sandboxrun/fd.hpp"
+
+namespace sandboxrun::launch {
+
+namespace {
+
+constexpr const char* managed[] = {"hosts", "hostname", "resolv.conf"};
+
+std::string hosts_file(const SandboxSpec& spec) {
+  // Docker's layout; the hostname maps to 127.0.1.1 (Debian's convention) as `lo` is the only
+  // interface.
+  std::string out =
+      "127.0.0.1\tlocalhost\n"
+      "::1\tlocalhost ip6-localhost ip6-loopback\n"
+      "fe00::0\tip6-localnet\n"
+      "ff00::0\tip6-mcastprefix\n"
+      "ff02::1\tip6-allnodes\n"
+      "ff02::2\tip6-allrouters\n"
+      "127.0.1.1\t" + spec.hostname + "\n";
+  // Names and addresses were validated when the config was read: one token each, no newline.
+  for (const auto& [name, address] : spec.network.extra_hosts) out += address + "\t" + name + "\n";
+  return out;
+}
+
+std::string resolv_conf(const SandboxSpec& spec) {
+  // No nameserver line: glibc then tries 127.0.0.1:53, where nothing listens, and fails at once.
+  if (spec.network.mode == NetworkMode::allowlist)
+    return "# sandboxrun: no DNS in the sandbox; the egress proxy (HTTP(S)_PROXY) resolves names\n";
+  return "# sandboxrun: network_mode none, no DNS\n";
+}
+
+bool is_regular(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool fail(const ChildPlan& plan, const char* stage, const std::string& path) {
+  report_error(plan, stage, errno, path.c_str());
+  return false;
+}
+
+bool bind_readonly(const ChildPlan& plan, const std::string& src, const std::string& target,
+                   unsigned long flags) {
+  if (::mount(src.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) != 0)
+    return fail(plan, "bind /etc file", target);
+  if (::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | flags, nullptr) != 0)
+    return fail(plan, "remount /etc file read-only", target);
+  return true;
+}
+
+}  // namespace
+
+size_t EtcPlan::bytes() const {
+  size_t n = 0;
+  for (const auto& c : file_content) n += c.size() + 4096;  // a page per file at least
+  return n;
+}
+
+void plan_etc_files(const SandboxSpec& spec, const std::string& rootfs, unsigned long root_remount_flags,
+                    EtcPlan& out) {
+  out.dir = rootfs + "/run/sandboxrun";
+  out.image_etc = rootfs + "/etc";
+  struct stat st {};
+  if (::lstat(out.image_etc.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error("image rootfs " + rootfs + " has no directory /etc (or it is a symlink)",
+                "the sandbox's /etc/hosts, /etc/hostname and /etc/resolv.conf are mounted there; "
+                "use an image with an /etc directory");
+  out.file_content = {hosts_file(spec), spec.hostname + "\n", resolv_conf(spec)};
+  for (const char* name : managed) {
+    out.file_path.push_back(out.dir + "/" + name);
+    out.target.push_back(out.image_etc + "/" + name);
+    if (!is_regular(out.target.back())) out.shadow = true;
+  }
+  if (!out.shadow) return;
+  out.image_etc_copy = out.dir + "/image-etc";
+  out.image_remount_flags = root_remount_flags;
+  for (const auto& e : std::filesystem::directory_iterator(out.image_etc)) {
+    const std::string name = e.path().filename().string();
+    if (name == "hosts" || name == "hostname" || name == "resolv.conf") continue;
+    out.link_path.push_back(out.image_etc + "/" + name);
+    // A symlink keeps its own target (relative ones stay relative to /etc); anything else is
+    // reached through the read-only bind of the image's /etc.
+    out.link_target.push_back(e.is_symlink() ? std::filesystem::read_symlink(e.path()).string()
+                                             : "/run/sandboxrun/image-etc/" + name);
+  }
+}
+
+bool write_etc_files(const ChildPlan& plan) {
+  const EtcPlan& etc = plan.etc;
+  if (::mkdir(etc.dir.c_str(), 0755) != 0) return fail(plan, "mkdir", etc.dir);
+  for (size_t i = 0; i < etc.file_path.size(); ++i) {
+    int fd = ::open(etc.file_path[i].c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+    if (fd < 0) return fail(plan, "create /etc file", etc.file_path[i]);
+    const bool ok = write_all(fd, etc.file_content[i].data(), etc.file_content[i].size());
+    const int saved = errno;
+    ::close(fd);
+    if (!ok) {
+      errno = saved;
+      return fail(plan, "write /etc file", etc.file_path[i]);
+    }
+  }
+  if (etc.shadow && ::mkdir(etc.image_etc_copy.c_str(), 0755) != 0) return fail(plan, "mkdir", etc.image_etc_copy);
+  return true;
+}
+
+bool mount_etc_files(const ChildPlan& plan) {
+  const EtcPlan& etc = plan.etc;
+  if (etc.shadow) {
+    if (!bind_readonly(plan, etc.image_etc, etc.image_etc_copy, etc.image_remount_flags)) return false;
+    if (::mount("tmpfs", etc.image_etc.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1m,mode=0755") != 0)
+      return fail(plan, "mount tmpfs over /etc", etc.image_etc);
+    for (size_t i = 0; i < etc.link_path.size(); ++i)
+      if (::symlink(etc.link_target[i].c_str(), etc.link_path[i].c_str()) != 0)
+        return fail(plan, "symlink in /etc", etc.link_path[i]);
+    for (const auto& t : etc.target) {
+      int fd = ::open(t.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+      if (fd < 0) return fail(plan, "create mount target", t);
+      ::close(fd);
+    }
+    if (::mount(nullptr, etc.image_etc.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                "size=1m,mode=0755") != 0)
+      return fail(plan, "remount /etc read-only", etc.image_etc);
+  }
+  for (size_t i = 0; i < etc.target.size(); ++i)
+    if (!bind_readonly(plan, etc.file_path[i], etc.target[i], MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC))
+      return false;
+  return true;
+}
+
+}  // namespace sandboxrun::launch

