@@ -212,7 +212,8 @@ DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, json& record) {
   record = {{"requirements", reqs.lines}, {"key", key}, {"python", python}, {"index", in.cfg.package_index.url},
             {"cache", "hit"}, {"installed", json::array()}, {"connections", json::array()}};
   auto finish = [&](const std::string& error) {
-    record["duration_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+    record["duration_ms"] = static_cast<double>(us.count()) / 1000.0;
     json ev = record;
     ev["status"] = error.empty() ? "ok" : "failed";
     if (!error.empty()) ev["error"] = error;
