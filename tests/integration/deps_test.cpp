@@ -127,7 +127,7 @@ struct Fixture {
   std::unique_ptr<PackageIndex> index;
   std::string config;
   std::string cache;
-  Fixture() {
+  explicit Fixture(const std::string& config_extra = "") {
     std::map<std::string, std::string> files;
     for (const char* n : {"alpha_sr", "beta_sr", "gamma_sr"}) {
       const std::string whl = std::string(n) + "-1.0-py3-none-any.whl";
@@ -145,7 +145,7 @@ struct Fixture {
     config = write_config(dir, "extra_hosts: {pkgs.test: 127.0.0.1}\n"
                                "allow_networks: [127.0.0.0/8]\n"
                                "package_index: {url: 'http://pkgs.test:" + std::to_string(index->port()) +
-                                   "/simple', hosts: []}\n");
+                                   "/simple', hosts: []}\n" + config_extra);
     cache = dir.path() + "/cache";
   }
   sandboxrun::testing::Sandboxed run(const std::string& script, const std::string& requirements,
@@ -210,6 +210,24 @@ TEST(Deps, FirstRunInstallsSecondRunIsACacheHitWithoutConnections) {
   EXPECT_NE(audit.find("\"event\":\"deps\""), std::string::npos);
   EXPECT_NE(audit.find(f.wheel_sha), std::string::npos) << "the installed wheel's sha256 is audited";
   EXPECT_EQ(sandboxrun::testing::run_binary({"audit", "verify", "--log", f.dir.path() + "/audit.log"}).exit_code, 0);
+}
+
+TEST(Deps, ConfigRequirementsAreMergedWithTheRequestsAndImagesAreListedByName) {
+  Fixture f("requirements: [alpha-sr==1.0]\n");
+  auto r = f.run("import alpha_sr, beta_sr; print(alpha_sr.NAME, beta_sr.NAME)\n", "beta-sr==1.0\n");
+  EXPECT_EQ(r.stdout_text(), "alpha_sr beta_sr\n") << r.exec.err << r.result.value("stderr", "");
+  EXPECT_EQ(r.result["deps"]["requirements"], nlohmann::json::array({"alpha-sr==1.0", "beta-sr==1.0"}));
+  auto ls = sandboxrun::testing::run_binary({"deps", "ls", "--config", f.config}, {"SANDBOXRUN_CACHE_DIR=" + f.cache});
+  EXPECT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_NE(ls.out.find("alpha-sr==1.0, beta-sr==1.0"), std::string::npos) << ls.out;
+  auto rm = sandboxrun::testing::run_binary({"deps", "rm", "--all", "--config", f.config},
+                                            {"SANDBOXRUN_CACHE_DIR=" + f.cache});
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_EQ(f.entries(), 0u);
+  auto images = sandboxrun::testing::run_binary({"image", "ls"},
+                                                {"SANDBOXRUN_IMAGE_STORE=" + sandboxrun::testing::source_dir()});
+  EXPECT_EQ(images.exit_code, 0) << images.err;
+  EXPECT_NE(images.out.find("default       sha256:"), std::string::npos) << images.out;
 }
 
 TEST(Deps, ConcurrentFirstRunsBuildTheEntryOnce) {
