@@ -89,9 +89,11 @@ class MigrationWarmup {
 // limits (memory incl. swap=0, pids, cpu quota); 0 or a negative cpus means "no limit". Sweeps
 // stale cgroups of dead launchers first. Returns nullptr when the host cannot give us a cgroup
 // and `settings.allow_degraded` permits running without (the reason goes to *degraded_reason
-// when given); throws Error (saying what the host lacks and how to fix it) otherwise.
+// when given); throws Error (saying what the host lacks and how to fix it) otherwise. Problems
+// that do not concern this run (a stale cgroup that could not be removed) go to *warnings.
 std::unique_ptr<Cgroup> create_cgroup(const std::string& run_id, const Limits& limits,
                                       const CgroupSettings& settings,
-                                      std::string* degraded_reason = nullptr);
+                                      std::string* degraded_reason = nullptr,
+                                      std::vector<std::string>* warnings = nullptr);
 
 }  // namespace sandboxrun

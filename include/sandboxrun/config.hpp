@@ -19,6 +19,9 @@ struct LevelSettings {
   std::optional<double> timeout;
   std::optional<uint64_t> tmp_size;
   std::optional<uint64_t> output_limit;
+  std::optional<uint64_t> work_size;
+  std::optional<uint64_t> output_files_limit;
+  std::optional<uint64_t> output_bytes_limit;
   std::optional<std::filesystem::path> seccomp_profile;  // from security_opt
   std::optional<std::vector<std::string>> cap_drop;
   std::optional<uint32_t> uid;
@@ -48,9 +51,14 @@ struct SandboxConfig {
   LevelSettings base;
   std::map<Trust, LevelSettings> levels;
   CgroupSettings cgroup;
+  LandlockMode landlock = LandlockMode::best_effort;
+  IdRanges id_ranges;
   bool monitoring = true;
   uint32_t monitor_interval_ms = 100;
   std::string digest;          // SHA-256 of the file's bytes, for the audit log
+  // --input: what may be copied into /work, read on the host before anything starts.
+  uint64_t input_limit = 64ull << 20;  // bytes, all inputs together
+  uint64_t input_files_limit = 1000;
   PackageIndex package_index;
   std::optional<std::filesystem::path> cache_dir;  // the dependency cache; $SANDBOXRUN_CACHE_DIR/deps wins
   uint64_t cache_max_size = 4ull << 30;            // dependency cache cap (LRU eviction)

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/job_io.hpp"
 #include "sandboxrun/launch.hpp"
 #include "sandboxrun/spec.hpp"
 
@@ -57,6 +59,19 @@ struct RunRequest {
   bool capture = true;
   int stdout_fd = 1;
   int stderr_fd = 2;
+  // Copied into /work beside the script (load_input() reads them safely); each .py among them
+  // is assessed with the script. Their total is capped by input_limit / input_files_limit.
+  std::vector<InputFile> inputs;
+  // Streamed to the program's stdin until EOF; -1: its stdin is /dev/null.
+  int stdin_fd = -1;
+  // Files the program created or changed under /work are copied here after it ends (created;
+  // must not exist or be empty).
+  std::optional<std::filesystem::path> output_dir;
+  // Who the run is for (a root service running code for many users): recorded in every audit
+  // record of the run and in the result. See validate_run_identity() for what is accepted.
+  std::optional<std::string> caller;
+  std::map<std::string, std::string> labels;
+  std::optional<std::string> run_id;  // caller-chosen; refused if the audit log already has it
   // Called from the run's monitor loop at each resource sample; may be empty.
   std::function<void(const CgroupUsage&, std::chrono::milliseconds elapsed)> on_sample;
   // For a command-line front end only: its argv/environ strings, wiped inside the sandbox's
@@ -91,6 +106,10 @@ struct RunResult {
   // Things the caller should know that did not stop the run (the trust level was lowered,
   // a limit was clamped or not enforced), one sentence each.
   std::vector<std::string> warnings;
+  std::vector<FileRecord> inputs;           // what went into /work (the script not included)
+  std::optional<OutputManifest> outputs;    // with output_dir: what came back out
+  std::optional<std::string> caller;
+  std::map<std::string, std::string> labels;
 
   // The `--json` result object (the contract in README.md).
   nlohmann::json to_json() const;
@@ -123,5 +142,10 @@ class Executor {
 
 // A fresh random run id (32 hex digits).
 std::string new_run_id();
+
+// Checks the request's caller, labels and run id: a run id is 1-64 of [A-Za-z0-9._-]; a caller
+// 1-128 printable ASCII characters; at most 32 labels, keys 1-64 of [A-Za-z0-9._-], values at
+// most 256 bytes without control characters. Throws Error saying which and what is accepted.
+void validate_run_identity(const RunRequest& req);
 
 }  // namespace sandboxrun

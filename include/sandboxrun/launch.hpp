@@ -6,12 +6,15 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
+#include "sandboxrun/job_io.hpp"
+#include "sandboxrun/id_slots.hpp"
 #include "sandboxrun/seccomp.hpp"
 #include "sandboxrun/spec.hpp"
 
@@ -20,7 +23,7 @@ namespace sandboxrun {
 struct LaunchRequest {
   SandboxSpec spec;
   std::string run_id;
-  std::string script_name;     // file name shown inside the sandbox (/run/sandbox/NAME)
+  std::string script_name;     // file name shown inside the sandbox (/work/NAME)
   std::string script;          // the exact bytes that were assessed; copied in, never re-read
   std::vector<std::string> args;
   const SeccompProgram* seccomp = nullptr;  // compiled from spec.seccomp_profile; required
@@ -32,6 +35,14 @@ struct LaunchRequest {
   // Called once the sandbox network is ready when spec.network.mode == allowlist: receives the
   // listening socket inside the sandbox (127.0.0.1:3128), to serve from the host side.
   std::function<void(UniqueFd listen_fd)> on_proxy_socket;
+  // Files written into /work (the cwd, a tmpfs of spec.limits.work_bytes) beside the script;
+  // the caller keeps them alive until run_sandbox returns. May be null.
+  const std::vector<InputFile>* inputs = nullptr;
+  // When set, called with an O_PATH fd of the run's /work once it is ready: the fd keeps that
+  // tmpfs readable after the sandbox is gone (for --output).
+  std::function<void(UniqueFd work_dir)> on_work_dir;
+  // Streamed to the program's stdin until EOF; -1: the program's stdin is /dev/null.
+  int stdin_fd = -1;
   // argv/environ strings of the launcher, wiped in the sandbox's pid 1 so that /proc/1/cmdline
   // shows nothing of the caller.
   char* wipe_begin = nullptr;
@@ -44,6 +55,9 @@ struct LaunchRequest {
   // record durable. If it throws, the sandbox is killed before the payload exists and the error
   // propagates. May be empty.
   std::function<void()> before_exec;
+  // As root: the id slot claimed by the caller (to audit it before the launch). Unset: the
+  // launcher claims one itself for the run.
+  std::shared_ptr<const IdSlot> id_slot;
 };
 
 // blocked: the assessor refused the file and nothing was launched.
@@ -60,6 +74,28 @@ struct LaunchTimings {
   std::chrono::microseconds teardown{0};  // pid 1 gone -> cgroup killed, sampled and removed
 };
 
+// A syscall the seccomp profile denied, reported by the sandbox's user-notification listener.
+struct DeniedSyscall {
+  std::string name;
+  uint64_t count = 0;
+  std::vector<std::vector<uint64_t>> first_args;  // the first few calls' first three arguments
+};
+
+// What the payload tried and was refused, bounded whatever it tries.
+struct DeniedReport {
+  std::vector<DeniedSyscall> syscalls;  // at most kMaxNames distinct names, in first-seen order
+  uint64_t other_count = 0;             // denials beyond kMaxNames names (counted, not named)
+  bool killed_by_seccomp = false;       // the payload died of SIGSYS: a kill action (foreign ABI, TIOCSTI)
+  bool notify = false;                  // denials were routed to the launcher (the profile allows it)
+  static constexpr size_t kMaxNames = 64;
+  static constexpr size_t kMaxDetails = 3;
+  uint64_t total() const {
+    uint64_t n = other_count;
+    for (const auto& d : syscalls) n += d.count;
+    return n;
+  }
+};
+
 struct RunOutcome {
   RunStatus status = RunStatus::error;
   int exit_code = exit_code::setup_failed;
@@ -68,17 +104,26 @@ struct RunOutcome {
   CgroupUsage usage;
   std::string cgroup_backend;      // "v2", "v1", or "none (degraded)"
   std::vector<std::string> degradations;  // limits not enforced exactly, each with its fix
+  std::vector<std::string> warnings;      // host problems that did not affect this run
   std::string stdout_data, stderr_data;
   bool stdout_truncated = false, stderr_truncated = false;
   std::string error;               // set when status == error: what failed in setup
+  int landlock_abi = 0;            // the ruleset's ABI; 0 when Landlock was not applied
+  bool landlock_enforced = false;  // the payload started under the ruleset
+  std::optional<IdSlotInfo> id_slot;  // as root: the host ids the sandbox ran as
+  DeniedReport denied;
   LaunchTimings timings;
 };
+
+// The script's file name inside /work: `name` with anything but [A-Za-z0-9._-] replaced.
+std::string sandbox_script_name(const std::string& name);
 
 // Runs the request to completion. Never throws for failures inside the sandbox (they are in the
 // outcome); throws Error when the sandbox cannot be set up on the host side (exit 125).
 RunOutcome run_sandbox(const LaunchRequest& req);
 
-// Checks that a rootfs can host a run (mount points, interpreter); throws Error with the fix.
+// Checks that a rootfs can host a run (mount points, interpreter), adding the empty /work mount
+// point when the image has none; throws Error with the fix.
 void validate_rootfs(const std::string& rootfs, const std::string& python);
 
 }  // namespace sandboxrun

@@ -29,6 +29,17 @@ struct SeccompContext {
 struct SeccompProgram {
   std::vector<sock_filter> instructions;
   std::string source;  // profile path, for messages
+  // The same program with every EPERM denial turned into a user notification (the launcher
+  // records the call and answers EPERM). Empty when the profile's default is not EPERM, or when
+  // sendmsg and close are not allowed unconditionally: the payload needs both to hand the
+  // listener to the launcher after loading the filter, and a denied one would wait forever on a
+  // listener nobody reads yet.
+  std::vector<sock_filter> notify_instructions;
+
+  sock_fprog notify_fprog() const {
+    return sock_fprog{static_cast<unsigned short>(notify_instructions.size()),
+                      const_cast<sock_filter*>(notify_instructions.data())};
+  }
 
   sock_fprog fprog() const {
     return sock_fprog{static_cast<unsigned short>(instructions.size()),
@@ -56,5 +67,10 @@ SeccompProgram load_or_compile_seccomp_profile(const std::filesystem::path& prof
 // Installs a compiled program in the calling thread (async-signal-safe; for the child).
 // The caller sets no_new_privs (or holds CAP_SYS_ADMIN) first. Returns 0 or -errno.
 int install_seccomp_program(const sock_fprog& prog) noexcept;
+// The same with SECCOMP_FILTER_FLAG_NEW_LISTENER: returns the listener fd, or -errno.
+int install_seccomp_listener(const sock_fprog& prog) noexcept;
+
+// The native name of syscall `nr` ("bpf"), or "syscall_NR" when libseccomp does not know it.
+std::string syscall_name(int nr);
 
 }  // namespace sandboxrun

@@ -29,7 +29,10 @@ struct Limits {
   uint64_t pids = 64;                // pids_limit
   double timeout_s = 30;             // wall clock
   uint64_t tmp_bytes = 64 << 20;     // tmpfs /tmp size
-  uint64_t output_bytes = 1 << 20;   // captured bytes per stream with --json
+  uint64_t output_bytes = 1 << 20;   // output kept per stream (captured, or streamed)
+  uint64_t work_bytes = 64 << 20;    // tmpfs /work size (work_size; default: tmp_size)
+  uint64_t output_files = 1000;      // --output: files copied back (output_files_limit)
+  uint64_t output_total_bytes = 64 << 20;  // --output: bytes copied back (output_bytes_limit)
 };
 
 // One adjustment the launcher made to a requested limit (host clamp, CLI tighten).
@@ -63,6 +66,19 @@ struct RunBind {
   bool writable = false;
 };
 
+// Landlock, the second wall behind the mount namespace (see src/launch/landlock.cpp).
+enum class LandlockMode { required, best_effort, off };
+const char* to_string(LandlockMode m);
+
+// Host ids reserved for sandboxes (id_slots.hpp): each live run maps its user namespace onto
+// its own slot of slot_size ids (inside 0 -> the slot's first id, the sandbox user -> the next).
+struct IdRanges {
+  uint32_t base = 100000000;
+  uint32_t size = 2048;
+  uint32_t slot_size = 2;
+  uint32_t slots() const { return size / slot_size; }
+};
+
 struct SandboxSpec {
   Trust trust = Trust::untrusted;
   Limits limits;
@@ -79,13 +95,19 @@ struct SandboxSpec {
   NetworkSettings network;
   std::map<std::string, std::string> env;  // the complete environment of the payload
   std::string python = "/usr/bin/python3";
-  std::string workdir = "/tmp";
+  std::string workdir = "/work";   // a tmpfs holding the script and the inputs
   std::vector<RunBind> run_binds;
   std::vector<std::string> requirements;  // pip requirement lines from the config (deps.hpp)
 
   bool monitoring = true;
   std::chrono::milliseconds monitor_interval{100};
   CgroupSettings cgroup;
+  LandlockMode landlock = LandlockMode::best_effort;
+  IdRanges id_ranges;
+
+  // Test-only fault injection, never set from a config file: a host directory bound writable at
+  // /mnt, the mistake the mount code must never make, to prove that Landlock still refuses it.
+  std::string test_extra_writable_bind;
 };
 
 }  // namespace sandboxrun

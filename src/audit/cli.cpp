@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -99,7 +100,7 @@ int cmd_verify(const Resolved& r, const std::string& key_path, bool as_json) {
 // ---- show ----
 
 struct RunSummary {
-  std::string run_id, ts, name, sha256, level, trust, status, override_reason;
+  std::string run_id, ts, name, sha256, level, trust, status, override_reason, caller;
   std::optional<int64_t> exit_code;
   std::optional<uint64_t> duration_ms, memory_peak;
 };
@@ -153,6 +154,7 @@ std::vector<RunSummary> summarize(const std::filesystem::path& log) {
       runs.back().ts = str(j, "ts");
     }
     RunSummary& s = runs[it->second];
+    if (s.caller.empty()) s.caller = str(j, "caller");
     if (auto c = j.find("code"); c != j.end() && c->is_object()) {
       s.name = str(*c, "name");
       s.sha256 = str(*c, "sha256");
@@ -179,7 +181,7 @@ json summary_json(const RunSummary& s) {
           {"sha256", s.sha256},   {"level", s.level},    {"trust", s.trust},
           {"status", s.status},   {"exit_code", opt(s.exit_code)},
           {"duration_ms", opt(s.duration_ms)}, {"memory_peak_bytes", opt(s.memory_peak)},
-          {"override", s.override_reason}};
+          {"override", s.override_reason}, {"caller", s.caller}};
 }
 
 void print_table(const std::vector<RunSummary>& runs) {
@@ -231,9 +233,12 @@ int run_diff(const std::filesystem::path& log, const RunSummary& prev, const Run
   return 0;
 }
 
-int cmd_show(const Resolved& r, bool as_json, const std::string& run, bool diff) {
+int cmd_show(const Resolved& r, bool as_json, const std::string& run, bool diff, const std::string& caller) {
   if (run.empty()) {
     auto runs = summarize(r.log);
+    if (!caller.empty())
+      runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const RunSummary& s) { return s.caller != caller; }),
+                 runs.end());
     if (as_json) {
       for (const auto& s : runs) std::cout << summary_json(s).dump() << "\n";
     } else {
@@ -351,7 +356,7 @@ int audit_command(const std::vector<std::string>& args,
     sub->add_option("--config", common.config, "audit.yaml to use");
   };
   bool as_json = false, diff = false;
-  std::string key, run;
+  std::string key, run, caller;
   size_t n = 10;
 
   CLI::App* verify = app.add_subcommand("verify", "check the hash chain; exit 0 when intact");
@@ -363,6 +368,7 @@ int audit_command(const std::vector<std::string>& args,
   show->add_flag("--json", as_json, "JSON lines");
   show->add_option("--run", run, "show the records of this run id");
   show->add_flag("--diff", diff, "with --run: diff its code against the previous run of that file");
+  show->add_option("--caller", caller, "only the runs made for this caller (run --caller)");
   CLI::App* tail = app.add_subcommand("tail", "the last records");
   add_common(tail);
   tail->add_option("-n", n, "how many records")->check(CLI::Range(size_t{1}, size_t{1000000}));
@@ -386,7 +392,7 @@ int audit_command(const std::vector<std::string>& args,
   try {
     Resolved r = resolve(common, default_config);
     if (verify->parsed()) return cmd_verify(r, key, as_json);
-    if (show->parsed()) return cmd_show(r, as_json, run, diff);
+    if (show->parsed()) return cmd_show(r, as_json, run, diff, caller);
     if (tail->parsed()) return cmd_tail(r, n, as_json);
     return cmd_repair(r);
   } catch (const Error& e) {

@@ -22,23 +22,25 @@ bool host_lacks(int err) {
          err == ENOSPC || err == EOPNOTSUPP;
 }
 
-std::unique_ptr<Cgroup> build(const Plan& plan, const std::string& name, const Limits& limits) {
+std::unique_ptr<Cgroup> build(const Plan& plan, const std::string& name, const Limits& limits,
+                              std::vector<std::string>* warnings) {
   if (plan.version == "v2") {
     prepare_v2_parent(plan);
-    sweep_stale({{plan.v2_parent, true}});
+    sweep_stale({{plan.v2_parent, true}}, warnings);
     return make_v2_cgroup(plan, name, limits);
   }
   std::vector<SweepParent> parents;
   if (!plan.unified_parent.empty()) parents.push_back({plan.unified_parent, true});
   for (const auto& [ctrl, dir] : plan.v1_parents) parents.push_back({dir, false});
-  sweep_stale(parents);
+  sweep_stale(parents, warnings);
   return make_v1_cgroup(plan, name, limits);
 }
 
 }  // namespace
 
 std::unique_ptr<Cgroup> create_cgroup(const std::string& run_id, const Limits& limits,
-                                      const CgroupSettings& settings, std::string* degraded_reason) {
+                                      const CgroupSettings& settings, std::string* degraded_reason,
+                                      std::vector<std::string>* warnings) {
   validate_run_id(run_id);
   Plan plan = plan_host_cgroups(settings);
   if (plan.version == "none") {
@@ -51,7 +53,7 @@ std::unique_ptr<Cgroup> create_cgroup(const std::string& run_id, const Limits& l
                 "or allow a degraded run without limits in the config");
   }
   try {
-    return build(plan, run_dir_name(run_id, self_owner()), limits);
+    return build(plan, run_dir_name(run_id, self_owner()), limits, warnings);
   } catch (const Error& e) {
     if (!host_lacks(e.sys_errno())) throw;
     if (settings.allow_degraded) {

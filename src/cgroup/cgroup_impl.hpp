@@ -104,7 +104,8 @@ struct SweepParent {
 // Kills the processes of, and removes, every run cgroup of a dead launcher under the parents
 // (v2 parents should come first: cgroup.kill there empties the v1 twins too). Entries whose
 // name is not ours are never touched. Returns how many directories were removed.
-size_t sweep_stale(const std::vector<SweepParent>& parents) noexcept;
+// Failures to remove one are added to *warnings (may be null) for the caller to report.
+size_t sweep_stale(const std::vector<SweepParent>& parents, std::vector<std::string>* warnings) noexcept;
 
 // ---- host discovery (cgroup_probe.cpp) ---------------------------------------------------
 

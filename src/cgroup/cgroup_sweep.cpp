@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <cstring>
@@ -126,7 +125,7 @@ std::optional<Owner> parse_run_dir_name(std::string_view name) noexcept {
   return Owner{static_cast<pid_t>(*pid), *start};
 }
 
-size_t sweep_stale(const std::vector<SweepParent>& parents) noexcept {
+size_t sweep_stale(const std::vector<SweepParent>& parents, std::vector<std::string>* warnings) noexcept {
   size_t removed = 0;
   for (const auto& parent : parents) {
     std::vector<std::string> stale;
@@ -141,9 +140,12 @@ size_t sweep_stale(const std::vector<SweepParent>& parents) noexcept {
     for (const auto& name : stale) {
       if (remove_stale(parent.path, name, parent.v2)) {
         ++removed;
-        spdlog::info("removed stale cgroup {}/{} of a launcher that is gone", parent.path, name);
-      } else {
-        spdlog::warn("cannot remove stale cgroup {}/{}: {}", parent.path, name, std::strerror(errno));
+      } else if (warnings) {
+        try {
+          warnings->push_back("cannot remove the stale cgroup " + parent.path + "/" + name +
+                              " of a launcher that is gone: " + std::strerror(errno));
+        } catch (...) {  // out of memory: the sweep stays best effort
+        }
       }
     }
   }

@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <thread>
@@ -31,8 +30,8 @@ class CgroupV1 final : public Cgroup {
         ensure_dir(plan.unified_parent);
         unified_ = add(plan.unified_parent, name, true);
         if (!has_ctl(unified_->fd(), "cgroup.kill")) unified_has_kill_ = false;
-      } catch (const Error& e) {
-        spdlog::debug("no cgroup2 companion for {}: {}", name, e.what());
+      } catch (const Error&) {
+        // No companion (no cgroup2 mount there, or not ours): kill_all falls back to the v1 loop.
       }
     }
     memory_ = add(plan.v1_parents.at("memory"), name, false);

@@ -14,6 +14,7 @@
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/id_slots.hpp"
 #include "sandboxrun/launch.hpp"
 
 namespace sandboxrun::cli {
@@ -39,11 +40,14 @@ Check check_userns() {
   bool root = ::geteuid() == 0;
   std::string max = read_first_line("/proc/sys/user/max_user_namespaces");
   std::string unpriv = read_first_line("/proc/sys/kernel/unprivileged_userns_clone");
-  bool enabled = !max.empty() && max != "0" && unpriv != "0";
+  // Every sandbox has a user namespace: as root it maps onto an id slot, and root is exempt only
+  // from the unprivileged_userns_clone switch.
+  bool enabled = !max.empty() && max != "0" && (root || unpriv != "0");
   std::string detail = "max_user_namespaces=" + (max.empty() ? std::string("?") : max);
   if (!unpriv.empty()) detail += ", unprivileged_userns_clone=" + unpriv;
-  return {"user namespaces", enabled || root, !root, detail + (root ? " (not needed as root)" : ""),
-          "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1, or run as root"};
+  return {"user namespaces", enabled, true, detail,
+          root ? "sysctl -w user.max_user_namespaces=15000"
+               : "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1, or run as root"};
 }
 
 Check check_seccomp() {
@@ -53,10 +57,30 @@ Check check_seccomp() {
           "a kernel built with CONFIG_SECCOMP_FILTER"};
 }
 
-Check check_landlock() {
+Check check_landlock(LandlockMode mode) {
   long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  return {"Landlock", abi > 0, false, abi > 0 ? "ABI " + std::to_string(abi) : "not available",
-          "boot with lsm=...,landlock (optional: not used by the current launcher)"};
+  std::string detail = abi > 0 ? "ABI " + std::to_string(abi) : "not available";
+  detail += std::string(" (landlock: ") + to_string(mode) + ")";
+  if (abi > 0 && abi < 4) detail += "; ABI < 4: TCP connect is not restricted in allowlist mode";
+  if (abi > 0 && abi < 6) detail += "; ABI < 6: no abstract-socket and signal scoping";
+  return {"Landlock", abi > 0 || mode == LandlockMode::off, mode == LandlockMode::required, detail,
+          "boot a kernel with CONFIG_SECURITY_LANDLOCK and landlock in lsm= (sandboxes then get a second wall "
+          "behind the mount namespace)"};
+}
+
+Check check_id_ranges(const IdRanges& r) {
+  const std::string range = std::to_string(r.base) + ".." + std::to_string(static_cast<uint64_t>(r.base) + r.size - 1);
+  if (::geteuid() != 0)
+    return {"id range", true, false, range + " (used as root; unprivileged runs map the caller's own id)", ""};
+  std::vector<std::string> owners = accounts_in_range(r);
+  std::string detail = range + ", " + std::to_string(r.slots()) + " slots of " + std::to_string(r.slot_size) + " ids";
+  if (!owners.empty()) {
+    detail += "; owned by host accounts:";
+    for (const auto& o : owners) detail += " " + o;
+  }
+  return {"id range", owners.empty(), true, detail,
+          "move id_ranges.base in sandbox.yaml to ids no account uses, and reserve them: "
+          "useradd --system --no-create-home sandboxrun; usermod --add-subuids BASE-END --add-subgids BASE-END sandboxrun"};
 }
 
 Check check_cgroups(const CgroupSettings& settings) {
@@ -90,12 +114,13 @@ int doctor_command(const std::vector<std::string>& argv) {
   std::vector<Check> checks;
   checks.push_back(check_userns());
   checks.push_back(check_seccomp());
-  checks.push_back(check_landlock());
   SandboxConfig cfg;
   try {
     std::filesystem::path file = find_config(config);
     cfg = load_sandbox_config(file);
     checks.push_back({"config", true, true, file.string(), ""});
+    checks.push_back(check_landlock(cfg.landlock));
+    checks.push_back(check_id_ranges(cfg.id_ranges));
     checks.push_back(check_cgroups(cfg.cgroup));
     checks.push_back(check_image(cfg));
   } catch (const Error& e) {

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli.hpp"
+#include "result_json.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/executor.hpp"
 #include "sandboxrun/fd.hpp"
@@ -35,6 +36,12 @@ struct RunOptions {
   std::optional<std::string> audit_log;
   std::optional<std::string> stats;
   std::optional<std::string> image;
+  std::vector<std::string> inputs;
+  bool stdin_stream = false;
+  std::optional<std::string> output;
+  std::optional<std::string> caller;
+  std::vector<std::string> labels;
+  std::optional<std::string> run_id;
   std::optional<std::string> requirements;
   bool verbose = false;
 };
@@ -142,6 +149,12 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   app.add_option("--audit-log", opt.audit_log, "audit log file (overrides config)");
   app.add_option("--stats", opt.stats, "write resource samples as JSON lines to PATH, or - for stdout");
   app.add_option("--image", opt.image, "image name, rootfs directory or OCI image layout[:tag]");
+  app.add_option("--input", opt.inputs, "copy a file or directory into /work (SRC[:NAME], repeatable)");
+  app.add_flag("-i,--stdin", opt.stdin_stream, "stream this command's stdin to the program");
+  app.add_option("--output", opt.output, "copy files created or changed under /work to DIR (new or empty)");
+  app.add_option("--caller", opt.caller, "who the run is for (audited)");
+  app.add_option("--label", opt.labels, "KEY=VALUE recorded with the run (repeatable)");
+  app.add_option("--run-id", opt.run_id, "the run's id (A-Z a-z 0-9 . _ -, at most 64; must be new)");
   app.add_option("--requirements", opt.requirements,
                  "pip requirements file, installed in a separate, cached phase (index only, binary wheels)");
   app.add_flag("-v,--verbose", opt.verbose, "log what the launcher does");
@@ -165,6 +178,22 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   req.image = opt.image;
   req.args = opt.args;
   req.capture = opt.json;
+  req.caller = opt.caller;
+  req.run_id = opt.run_id;
+  for (const auto& l : opt.labels) {
+    const auto eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      spdlog::error("--label {}: expected KEY=VALUE", l);
+      return exit_code::usage;
+    }
+    req.labels[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  try {
+    validate_run_identity(req);
+  } catch (const Error& e) {
+    spdlog::error("{}", e.describe());
+    return exit_code::usage;
+  }
   req.wipe_begin = wipe_begin;
   req.wipe_end = wipe_end;
 
@@ -187,6 +216,14 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     Executor executor = Executor::open(eo);
     const double open_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - opening).count();
+    // Inputs are read here, once, before anything starts; over a cap is a setup error (125).
+    const InputLimits input_limits{executor.config().input_limit, executor.config().input_files_limit};
+    for (const auto& arg : opt.inputs) {
+      auto [src, name] = parse_input_arg(arg);
+      load_input(src, name, input_limits, req.inputs);
+    }
+    if (opt.stdin_stream) req.stdin_fd = 0;
+    if (opt.output) req.output_dir = *opt.output;
     StatsSink stats(opt.stats);
     if (stats.enabled())
       req.on_sample = [&stats](const CgroupUsage& u, std::chrono::milliseconds t) { stats.write(u, t); };
@@ -194,6 +231,8 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     if (r.spec)
       for (const auto& a : r.spec->adjustments) spdlog::info("{}: {} -> {} ({})", a.limit, a.from, a.to, a.reason);
     for (const auto& w : r.warnings) spdlog::warn("{}", w);
+    if (r.outputs && !opt.json)
+      for (const auto& s : r.outputs->skipped) spdlog::warn("--output: {} not copied: {}", s.path, s.reason);
     if (opt.json) {
       // A setup failure is said on stderr too: the JSON may go to a program, the message to a person.
       if (r.status == RunStatus::error) spdlog::error("{}", r.error);
@@ -202,6 +241,11 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       write_all(1, text.data(), text.size());
     } else {
+      if (r.outcome.stdout_truncated || r.outcome.stderr_truncated)
+        spdlog::warn("the program's output was cut at output_limit ({} per stream)",
+                     format_size(r.spec->limits.output_bytes));
+      if (std::string line = core::denied_summary(core::denied_to_json(r.outcome.denied, r.network)); !line.empty())
+        spdlog::warn("{}", line);
       explain_end(r, opt.file);
     }
     return r.exit_code;

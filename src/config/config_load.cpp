@@ -81,6 +81,9 @@ bool read_level_key(const StrictYaml& r, const std::string& key, const std::stri
   else if (key == "timeout") out.timeout = r.number(v, path, 0.1, 86400 * 7);
   else if (key == "tmp_size") out.tmp_size = r.size(v, path, 1ull << 20);
   else if (key == "output_limit") out.output_limit = r.size(v, path, 1024);
+  else if (key == "work_size") out.work_size = r.size(v, path, 1ull << 20);
+  else if (key == "output_files_limit") out.output_files_limit = r.integer(v, path, 1, 1u << 20);
+  else if (key == "output_bytes_limit") out.output_bytes_limit = r.size(v, path, 0);
   else if (key == "security_opt") {
     for (const auto& opt : r.strings(v, path)) {
       if (opt == "no-new-privileges" || opt == "no-new-privileges:true") continue;
@@ -163,12 +166,32 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
       if (s.empty()) r.fail(v, key, "an image name (default), a rootfs directory or an OCI layout path[:tag]");
       // A bare name is looked up in the image store at run time; a path is relative to this file.
       cfg.image = s.find('/') == std::string::npos ? s : r.resolve(s).string();
+    } else if (key == "input_limit") {
+      cfg.input_limit = r.size(v, key, 0);
+    } else if (key == "input_files_limit") {
+      cfg.input_files_limit = r.integer(v, key, 1, 1u << 20);
     } else if (key == "host_memory_share") {
       cfg.host_memory_share = r.number(v, key, 0.01, 1.0);
     } else if (key == "cgroup") {
       r.check_keys(v, key, {"parent", "allow_degraded"});
       if (const auto p = v["parent"]) cfg.cgroup.parent = r.scalar(p, "cgroup.parent", "a cgroup path");
       if (const auto d = v["allow_degraded"]) cfg.cgroup.allow_degraded = r.boolean(d, "cgroup.allow_degraded");
+    } else if (key == "landlock") {
+      const std::string m = r.scalar(v, key, "required, best_effort or off");
+      if (m == "required") cfg.landlock = LandlockMode::required;
+      else if (m == "best_effort") cfg.landlock = LandlockMode::best_effort;
+      else if (m == "off") cfg.landlock = LandlockMode::off;
+      else r.fail(v, key, "required, best_effort or off");
+    } else if (key == "id_ranges") {
+      r.check_keys(v, key, {"base", "size", "slot_size"});
+      // Host ids below 65536 belong to accounts and system services; the top of the range is
+      // reserved ((uid_t)-1 and the overflow ids).
+      if (const auto b = v["base"]) cfg.id_ranges.base = static_cast<uint32_t>(r.integer(b, "id_ranges.base", 65536, 4000000000u));
+      if (const auto z = v["size"]) cfg.id_ranges.size = static_cast<uint32_t>(r.integer(z, "id_ranges.size", 2, 1u << 24));
+      if (const auto z = v["slot_size"])
+        cfg.id_ranges.slot_size = static_cast<uint32_t>(r.integer(z, "id_ranges.slot_size", 2, 65536));
+      if (cfg.id_ranges.size < cfg.id_ranges.slot_size)
+        r.fail(v, key, "a size of at least one slot (size >= slot_size)");
     } else if (key == "monitoring") {
       r.check_keys(v, key, {"enabled", "interval"});
       if (const auto e = v["enabled"]) cfg.monitoring = r.boolean(e, "monitoring.enabled");
@@ -207,7 +230,7 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
           std::string path = key + "." + name + "." + sk;
           if (!read_level_key(r, sk, path, s.second, ls))
             r.fail(s.first, path, "a per-level setting (cpu_count, mem_limit, pids_limit, timeout, tmp_size, "
-                                  "output_limit, security_opt, cap_drop, read_only, user, network_mode, "
+                                  "output_limit, work_size, output_files_limit, output_bytes_limit, security_opt, cap_drop, read_only, user, network_mode, "
                                   "network_allowlist, extra_hosts, allow_networks, environment, requirements)",
                    "an unknown key");
         }

@@ -61,6 +61,9 @@ SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrid
   s.limits.timeout_s = pick(lv.timeout, b.timeout, defaults.timeout_s);
   s.limits.tmp_bytes = pick(lv.tmp_size, b.tmp_size, defaults.tmp_bytes);
   s.limits.output_bytes = pick(lv.output_limit, b.output_limit, defaults.output_bytes);
+  s.limits.work_bytes = pick(lv.work_size, b.work_size, s.limits.tmp_bytes);
+  s.limits.output_files = pick(lv.output_files_limit, b.output_files_limit, defaults.output_files);
+  s.limits.output_total_bytes = pick(lv.output_bytes_limit, b.output_bytes_limit, defaults.output_total_bytes);
   s.seccomp_profile = pick(lv.seccomp_profile, b.seccomp_profile,
                            install_paths().data_dir / "policies/default.json");
   s.cap_drop = pick(lv.cap_drop, b.cap_drop, std::vector<std::string>{"ALL"});
@@ -72,6 +75,8 @@ SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrid
   s.network.allow_networks = pick(lv.allow_networks, b.allow_networks, {});
   s.requirements = pick(lv.requirements, b.requirements, {});
   s.cgroup = cfg.cgroup;
+  s.landlock = cfg.landlock;
+  s.id_ranges = cfg.id_ranges;
   s.monitoring = cfg.monitoring;
   s.monitor_interval = std::chrono::milliseconds(cfg.monitor_interval_ms);
 
@@ -81,7 +86,9 @@ SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrid
            {"LANG", "C.UTF-8"},
            {"TMPDIR", "/tmp"},
            {"PYTHONDONTWRITEBYTECODE", "1"},
-           {"PYTHONUNBUFFERED", "1"}};
+           {"PYTHONUNBUFFERED", "1"},
+           // Plotting scripts write files instead of failing for want of a display.
+           {"MPLBACKEND", "Agg"}};
   for (const auto& [k, v] : pick(lv.environment, b.environment, {})) s.env[k] = v;
 
   auto adjust = [&](const std::string& name, const std::string& from, const std::string& to,

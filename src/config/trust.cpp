@@ -22,4 +22,13 @@ Trust stricter(Trust a, Trust b) { return static_cast<int>(a) < static_cast<int>
 
 const char* to_string(NetworkMode m) { return m == NetworkMode::allowlist ? "allowlist" : "none"; }
 
+const char* to_string(LandlockMode m) {
+  switch (m) {
+    case LandlockMode::required: return "required";
+    case LandlockMode::best_effort: return "best_effort";
+    case LandlockMode::off: return "off";
+  }
+  return "best_effort";
+}
+
 }  // namespace sandboxrun

@@ -7,14 +7,17 @@
 
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "deps_phase.hpp"
 #include "image_resolve.hpp"
 #include "result_json.hpp"
 #include "sandboxrun/audit.hpp"
+#include "sandboxrun/audit_verify.hpp"
 #include "sandboxrun/egress_proxy.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/install_paths.hpp"
@@ -52,6 +55,40 @@ Assessment assess_bytes(std::string_view code, const SecurityConfig& security) {
   return assess_file(tmpl, security);
 }
 
+bool is_python(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0;
+}
+
+// A library caller may build RunRequest::inputs by hand: the same rules as load_input().
+void check_inputs(const RunRequest& req, const SandboxConfig& cfg, const std::string& script_name) {
+  uint64_t total = 0;
+  size_t path_bytes = 0;
+  std::set<std::string> seen{script_name};
+  for (const auto& f : req.inputs) {
+    // The inputs manifest goes into run_start: it must fit an audit record.
+    if ((path_bytes += f.path.size()) > OutputManifest::kMaxPathBytes)
+      throw Error("the input paths together exceed " + std::to_string(OutputManifest::kMaxPathBytes) + " bytes",
+                  "pass fewer files or shorter names");
+    if (!plain_relative_path(f.path))
+      throw Error("input '" + f.path + "' is not a plain relative path inside /work", "name it like data/a.csv");
+    if (!seen.insert(f.path).second)
+      throw Error("two files would be /work/" + f.path, "give the input another name (SRC:NAME)");
+    total += f.data.size();
+  }
+  if (req.inputs.size() > cfg.input_files_limit)
+    throw Error(std::to_string(req.inputs.size()) + " input files; input_files_limit is " +
+                    std::to_string(cfg.input_files_limit), "pass fewer, or raise input_files_limit in sandbox.yaml");
+  if (total > cfg.input_limit)
+    throw Error("the inputs hold " + format_size(total) + "; input_limit is " + format_size(cfg.input_limit),
+                "pass less, or raise input_limit in sandbox.yaml");
+}
+
+json records_to_json(const std::vector<FileRecord>& records) {
+  json a = json::array();
+  for (const auto& r : records) a.push_back(to_json(r));
+  return a;
+}
+
 json network_to_json(const net::EgressProxy& proxy) {
   auto c = proxy.counters();
   json conns = json::array();
@@ -84,20 +121,32 @@ struct Executor::Impl {
     return *it->second.program;
   }
 
-  uint64_t append(const std::string& event, const std::string& run_id, json fields, bool durable = false) const {
+  // Every record of a run carries who it is for.
+  uint64_t append(const std::string& event, const RunResult& r, json fields, bool durable = false) const {
+    if (r.caller) fields["caller"] = *r.caller;
+    if (!r.labels.empty()) fields["labels"] = r.labels;
     std::lock_guard lock(audit_mu);
-    return audit->append(event, run_id, std::move(fields), durable);
+    return audit->append(event, r.run_id, std::move(fields), durable);
   }
+  // Whether any record of the log (rotated files included) has this run id. Ids are validated
+  // to a charset that needs no JSON escaping, so a byte search is exact.
+  bool run_id_taken(const std::string& id) const;
   CodeRef store_code(std::string_view code, const std::string& name) const {
     std::lock_guard lock(audit_mu);
     return audit->store_code(code, name);
   }
 
+  // The script and every .py input, assessed: the most severe verdict wins, and an input's
+  // findings name its file. Each of them is kept in the code store (refs in `stored`).
+  Assessment assess_job(const RunRequest& req, json& stored) const;
   // The run's sandbox spec, image and seccomp program (everything but the launch). Throws Error.
   void prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch) const;
+  // Copies what the program left in /work to the output directory (also after a timeout, an
+  // OOM kill or a signal: the fd outlives the sandbox).
+  void collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir, const UniqueFd& out_dir) const;
   // Launches the prepared request and records what happened.
   void launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
-                         MigrationWarmup& warmup, std::chrono::steady_clock::time_point entered) const;
+                         UniqueFd out_dir, MigrationWarmup& warmup, std::chrono::steady_clock::time_point entered) const;
 };
 
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -139,6 +188,35 @@ const std::filesystem::path& Executor::audit_log_path() const { return impl_->au
 
 Assessment Executor::assess(std::string_view source) const { return assess_bytes(source, impl_->security); }
 
+bool Executor::Impl::run_id_taken(const std::string& id) const {
+  const std::string needle = "\"run_id\":\"" + id + "\"";
+  std::lock_guard lock(audit_mu);
+  for (const auto& f : audit_log_files(audit->path())) {
+    std::ifstream in(f);
+    for (std::string line; std::getline(in, line);)
+      if (line.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+Assessment Executor::Impl::assess_job(const RunRequest& req, json& stored) const {
+  Assessment a = assess_bytes(req.code, security);
+  stored = json::array();
+  for (const auto& f : req.inputs) {
+    if (!is_python(f.path)) continue;
+    Assessment m = assess_bytes(f.data, security);
+    stored.push_back(store_code(f.data, f.path));
+    a.level = std::max(a.level, m.level);
+    a.score += m.score;
+    for (auto& finding : m.findings) {
+      finding.message = f.path + ": " + finding.message;
+      a.findings.push_back(std::move(finding));
+    }
+    for (auto& n : m.notes) a.notes.push_back(f.path + ": " + n);
+  }
+  return a;
+}
+
 void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch) const {
   SandboxSpec spec = resolve_spec(cfg, *r.decision.used, req.limits, host);
   core::ResolvedImage img = core::resolve_image(req.image ? *req.image : cfg.image);
@@ -162,12 +240,16 @@ void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchR
   launch.on_sample = req.on_sample;
   launch.wipe_begin = req.wipe_begin;
   launch.wipe_end = req.wipe_end;
+  launch.inputs = &req.inputs;
+  launch.stdin_fd = req.stdin_fd;
+  // Claimed here, not in the launcher, so that run_start can name the host ids the run will use.
+  if (::geteuid() == 0) launch.id_slot = std::make_shared<const IdSlot>(IdSlot::claim(spec.id_ranges));
   launch.spec = spec;
   r.spec = std::move(spec);
 }
 
 void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
-                                       MigrationWarmup& warmup, std::chrono::steady_clock::time_point entered) const {
+                                       UniqueFd out_dir, MigrationWarmup& warmup, std::chrono::steady_clock::time_point entered) const {
   const SandboxSpec& spec = *r.spec;
   std::unique_ptr<net::EgressProxy> proxy;
   launch.on_proxy_socket = [&](UniqueFd listen_fd) {
@@ -175,12 +257,15 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
     proxy->start();
   };
   launch.cgroup_warmup = &warmup;
-  append("run_start", r.run_id,
-         {{"code", code}, {"trust_requested", to_string(r.decision.requested)}, {"trust_used", to_string(spec.trust)},
-          {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
-          {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
-          {"overridden", r.decision.overridden}},
-         /*durable=*/false);
+  // --output: filled from /work after the run.
+  UniqueFd work_dir;
+  if (out_dir) launch.on_work_dir = [&work_dir](UniqueFd fd) { work_dir = std::move(fd); };
+  json start = {{"code", code}, {"trust_requested", to_string(r.decision.requested)}, {"trust_used", to_string(spec.trust)},
+                {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
+                {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
+                {"overridden", r.decision.overridden}, {"inputs", records_to_json(r.inputs)}};
+  if (launch.id_slot) start["id_slot"] = core::id_slot_to_json(launch.id_slot->info());
+  append("run_start", r, std::move(start), /*durable=*/false);
   // The record must be on disk before any untrusted code runs, but the sync (an fdatasync, ~5 ms)
   // need not delay the sandbox's setup: the launcher holds the payload back until it is done.
   launch.before_exec = [this] {
@@ -201,28 +286,60 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
     const net::ProxyCounters c = proxy->counters();
     net_summary = {{"allowed", c.allowed}, {"denied", c.denied}};
     for (const auto& rec : proxy->records())
-      append("network", r.run_id,
+      append("network", r,
              {{"code", code}, {"host", rec.host}, {"port", rec.port}, {"address", rec.address},
               {"verdict", net::to_string(rec.verdict)}, {"reason", rec.reason},
               {"bytes_up", rec.bytes_up}, {"bytes_down", rec.bytes_down}});
   }
+  if (req.output_dir) collect_job_outputs(req, r, work_dir, out_dir);
   const RunOutcome& o = r.outcome;
   r.status = o.status;
   r.exit_code = o.exit_code;
   r.signal = o.signal;
   r.error = o.error;
   for (const auto& d : o.degradations) r.warnings.push_back("degraded: " + d);
+  r.warnings.insert(r.warnings.end(), o.warnings.begin(), o.warnings.end());
   if (o.status == RunStatus::oom || o.status == RunStatus::timeout)
-    append("limit", r.run_id, {{"code", code}, {"kind", to_string(o.status)}});
+    append("limit", r, {{"code", code}, {"kind", to_string(o.status)}});
   if (o.usage.pids_max_hits > 0)
-    append("limit", r.run_id, {{"code", code}, {"kind", "pids"}, {"refused_forks", o.usage.pids_max_hits}});
+    append("limit", r, {{"code", code}, {"kind", "pids"}, {"refused_forks", o.usage.pids_max_hits}});
   json end = {{"code", code}, {"status", to_string(o.status)}, {"exit_code", o.exit_code},
               {"duration_ms", o.duration.count()}, {"resources", core::resources_to_json(o.usage)},
               {"cgroup", o.cgroup_backend}};
   if (!o.error.empty()) end["error"] = o.error;
+  if (o.stdout_truncated || o.stderr_truncated)
+    end["output_truncated"] = {{"stdout", o.stdout_truncated}, {"stderr", o.stderr_truncated}};
   if (!o.degradations.empty()) end["degradations"] = o.degradations;
   if (!net_summary.is_null()) end["network"] = net_summary;
-  r.audit_seq = append("run_end", r.run_id, std::move(end));
+  if (r.outputs) {
+    end["outputs"] = records_to_json(r.outputs->files);
+    end["outputs_truncated"] = r.outputs->truncated;
+    end["outputs_skipped"] = r.outputs->skipped_count;
+  }
+  if (json denied = core::denied_to_json(o.denied, r.network); !denied.is_null()) {
+    denied["code"] = code;
+    append("denied", r, std::move(denied));
+  }
+  r.audit_seq = append("run_end", r, std::move(end));
+}
+
+void Executor::Impl::collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir,
+                                         const UniqueFd& out_dir) const {
+  const Limits& lim = r.spec->limits;
+  if (!work_dir) {
+    r.outputs = OutputManifest{};
+    r.outputs->error = "the sandbox ended before /work was ready; no outputs";
+    return;
+  }
+  // The script and the inputs come back only when the program changed them.
+  std::vector<InputFile> as_given = req.inputs;
+  as_given.push_back({sandbox_script_name(req.name), req.code, 0444});
+  r.outputs = collect_outputs(work_dir.get(), out_dir.get(), as_given, {lim.output_files, lim.output_total_bytes});
+  if (!r.outputs->error.empty()) r.warnings.push_back("--output: " + r.outputs->error);
+  if (r.outputs->truncated)
+    r.warnings.push_back("--output: " + std::to_string(r.outputs->skipped_count) +
+                         " file(s) not copied; output_files_limit " + std::to_string(lim.output_files) +
+                         ", output_bytes_limit " + format_size(lim.output_total_bytes));
 }
 
 RunResult Executor::run(const RunRequest& req) const {
@@ -232,35 +349,53 @@ RunResult Executor::run(const RunRequest& req) const {
   MigrationWarmup warmup;
   const auto entered = std::chrono::steady_clock::now();
   RunResult r;
-  r.run_id = new_run_id();
   r.decision.requested = req.trust.value_or(im.cfg.default_trust);
-
+  // A bad caller, label or run id is the caller's mistake: refused before anything is recorded
+  // (a record under a duplicate run id would merge two runs in the log).
   try {
-    r.assessment = assess(req.code);
+    validate_run_identity(req);
+    if (req.run_id && im.run_id_taken(*req.run_id))
+      throw Error("run id " + *req.run_id + " is already in the audit log " + im.audit->path().string(),
+                  "choose a new --run-id, or leave it out for a random one");
+  } catch (const Error& e) {
+    r.error = e.describe();
+    r.exit_code = exit_code::usage;
+    return r;
+  }
+  r.run_id = req.run_id ? *req.run_id : new_run_id();
+  r.caller = req.caller;
+  r.labels = req.labels;
+
+  json input_code;
+  try {
+    check_inputs(req, im.cfg, sandbox_script_name(req.name));
+    for (const auto& f : req.inputs) r.inputs.push_back(record_of(f));
+    r.assessment = im.assess_job(req, input_code);
   } catch (const Error& e) {
     r.error = e.describe();
     r.exit_code = exit_code::setup_failed;
-    r.audit_seq = im.append("run_end", r.run_id, {{"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
+    r.audit_seq = im.append("run_end", r, {{"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
     return r;
   }
   const Assessment& a = r.assessment;
   const json code = im.store_code(req.code, req.name);
   const json findings = a.to_json()["findings"];
-  im.append("assessment", r.run_id,
-            {{"code", code}, {"level", to_string(a.level)}, {"score", a.score}, {"findings", findings}});
+  json assessed = {{"code", code}, {"level", to_string(a.level)}, {"score", a.score}, {"findings", findings}};
+  if (!input_code.empty()) assessed["input_code"] = input_code;
+  im.append("assessment", r, std::move(assessed));
 
   r.decision.used = steer_trust(a.level, r.decision.requested, req.override_reason.has_value(), im.security);
   if (r.decision.refused()) {
     r.status = RunStatus::blocked;
     r.exit_code = exit_code::blocked;
-    r.audit_seq = im.append("blocked", r.run_id,
+    r.audit_seq = im.append("blocked", r,
                             {{"code", code}, {"level", to_string(a.level)}, {"score", a.score},
                              {"trust_requested", to_string(r.decision.requested)}});
     return r;
   }
   r.decision.overridden = req.override_reason && !steer_trust(a.level, r.decision.requested, false, im.security);
   if (r.decision.overridden)
-    im.append("override", r.run_id,
+    im.append("override", r,
               {{"code", code}, {"reason", *req.override_reason}, {"uid", ::getuid()}, {"level", to_string(a.level)},
                {"trust_used", to_string(*r.decision.used)}});
   if (*r.decision.used != r.decision.requested)
@@ -269,15 +404,18 @@ RunResult Executor::run(const RunRequest& req) const {
                          to_string(r.decision.requested));
 
   LaunchRequest launch;
+  UniqueFd out_dir;
   core::DepsHold deps_hold;  // keeps the installed set from eviction until the run ends
   try {
     im.prepare_launch(req, r, launch);
+    // Checked (and created) before anything starts.
+    if (req.output_dir) out_dir = open_output_dir(*req.output_dir);
     if (!req.requirements.empty() || !launch.spec.requirements.empty()) {
       const SeccompProgram& untrusted = im.profile(resolve_spec(im.cfg, Trust::untrusted, {}, im.host).seccomp_profile);
       core::DepsInputs in{im.cfg, im.host, untrusted, r.run_id, r.image_digest, req.requirements,
                           req.requirements_origin, [&](json ev) {
                             ev["code"] = code;
-                            im.append("deps", r.run_id, std::move(ev));
+                            im.append("deps", r, std::move(ev));
                           }};
       deps_hold = core::provide_deps(in, launch.spec, r.deps);
       r.spec = launch.spec;
@@ -287,11 +425,11 @@ RunResult Executor::run(const RunRequest& req) const {
     r.status = RunStatus::error;
     r.exit_code = exit_code::setup_failed;
     r.error = e.describe();
-    r.audit_seq = im.append("run_end", r.run_id,
+    r.audit_seq = im.append("run_end", r,
                             {{"code", code}, {"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
     return r;
   }
-  im.launch_and_record(req, r, launch, code, warmup, entered);
+  im.launch_and_record(req, r, launch, code, std::move(out_dir), warmup, entered);
   return r;
 }
 

@@ -19,6 +19,9 @@ json limits_to_json(const SandboxSpec& spec) {
           {"timeout_s", l.timeout_s},
           {"tmp_size_bytes", l.tmp_bytes},
           {"output_limit_bytes", l.output_bytes},
+          {"work_size_bytes", l.work_bytes},
+          {"output_files_limit", l.output_files},
+          {"output_bytes_limit", l.output_total_bytes},
           {"network_mode", to_string(spec.network.mode)},
           {"adjustments", adj}};
 }
@@ -29,6 +32,42 @@ json resources_to_json(const CgroupUsage& u) {
           {"pids_peak", u.pids_peak},
           {"oom_kills", u.oom_kills},
           {"pids_limit_hits", u.pids_max_hits}};
+}
+
+json id_slot_to_json(const IdSlotInfo& slot) {
+  return {{"slot", slot.slot}, {"host_uid", slot.host_user}, {"host_gid", slot.host_user},
+          {"host_root_uid", slot.host_root}};
+}
+
+json denied_to_json(const DeniedReport& d, const json& network) {
+  json calls = json::array();
+  for (const auto& s : d.syscalls) calls.push_back({{"name", s.name}, {"count", s.count}, {"first_args", s.first_args}});
+  json refused = json::array();
+  if (network.is_object() && network.contains("connections"))
+    for (const auto& c : network["connections"])
+      if (c.value("verdict", "") != "allowed")
+        refused.push_back({{"host", c.value("host", "")}, {"port", c.value("port", 0)}, {"reason", c.value("reason", "")}});
+  if (calls.empty() && d.other_count == 0 && !d.killed_by_seccomp && refused.empty()) return nullptr;
+  json j = {{"syscalls", calls}, {"network", refused}, {"answer", "EPERM"}};
+  if (d.other_count) j["syscalls_other_count"] = d.other_count;
+  // A kill action cannot be answered; the payload's death by SIGSYS is how it shows.
+  if (d.killed_by_seccomp) j["killed"] = {{"signal", "SIGSYS"}, {"reason", "a call the profile kills (foreign ABI, TIOCSTI ...)"}};
+  return j;
+}
+
+std::string denied_summary(const json& denied) {
+  if (!denied.is_object()) return {};
+  std::string line;
+  auto add = [&](const std::string& part) { line += (line.empty() ? "" : "; ") + part; };
+  std::string calls;
+  for (const auto& s : denied["syscalls"])
+    calls += (calls.empty() ? "" : ", ") + s["name"].get<std::string>() + " x" + std::to_string(s["count"].get<uint64_t>());
+  if (denied.contains("syscalls_other_count"))
+    calls += (calls.empty() ? "" : ", ") + std::string("others x") + std::to_string(denied["syscalls_other_count"].get<uint64_t>());
+  if (!calls.empty()) add("syscalls " + calls + " (EPERM)");
+  if (!denied["network"].empty()) add("network " + std::to_string(denied["network"].size()) + " connection(s) refused");
+  if (denied.contains("killed")) add("killed by seccomp (SIGSYS)");
+  return line.empty() ? line : "denied: " + line;
 }
 
 }  // namespace core
@@ -57,11 +96,31 @@ json RunResult::to_json() const {
     j["cgroup"] = o.cgroup_backend;
     j["degradations"] = o.degradations;
     j["image_digest"] = image_digest;
+    j["id_slot"] = o.id_slot ? core::id_slot_to_json(*o.id_slot) : json(nullptr);
+    j["landlock"] = {{"mode", sandboxrun::to_string(spec->landlock)},
+                     {"abi", o.landlock_abi},
+                     {"enforced", o.landlock_enforced}};
   } else {
     j["trust"] = nullptr;
     j["limits"] = nullptr;
   }
   if (!network.empty()) j["network"] = network;
+  j["caller"] = caller ? json(*caller) : json(nullptr);
+  j["labels"] = labels;
+  json in = json::array();
+  for (const auto& f : inputs) in.push_back(sandboxrun::to_json(f));
+  j["inputs"] = in;
+  if (outputs) {
+    json files = json::array(), skipped = json::array();
+    for (const auto& f : outputs->files) files.push_back(sandboxrun::to_json(f));
+    for (const auto& s : outputs->skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+    j["outputs"] = files;
+    j["outputs_truncated"] = outputs->truncated;
+    j["outputs_skipped"] = skipped;
+    j["outputs_skipped_count"] = outputs->skipped_count;
+    if (!outputs->error.empty()) j["outputs_error"] = outputs->error;
+  }
+  if (json d = core::denied_to_json(o.denied, network); !d.is_null()) j["denied"] = d;
   if (!deps.is_null()) j["deps"] = deps;
   auto ms = [](std::chrono::microseconds us) { return static_cast<double>(us.count()) / 1000.0; };
   j["timings_ms"] = {{"prepare", ms(prepare)},          {"cgroup", ms(o.timings.cgroup)},

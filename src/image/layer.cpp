@@ -5,7 +5,6 @@
 #include <archive_entry.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -229,9 +228,7 @@ struct RootfsWriter::LayerState {
       case AE_IFBLK:
       case AE_IFIFO:
       case AE_IFSOCK:
-        if (++w.stats_.skipped_devices <= 5)
-          spdlog::warn("layer {}: skipping '{}' (device nodes, fifos and sockets are not unpacked)",
-                       label, entry);
+        ++w.stats_.skipped_devices;  // counted in the result; the caller reports it
         return;
       default:
         refuse("unsupported entry type " + std::to_string(type));
@@ -454,12 +451,9 @@ struct RootfsWriter::LayerState {
   }
 };
 
+// Only root can give files the image's owners; anyone else's unpack owns every file.
 RootfsWriter::RootfsWriter(int root, const UnpackOptions& options)
-    : root_(root), options_(options), keep_owner_(geteuid() == 0) {
-  if (!keep_owner_)
-    spdlog::info("unpacking as uid {}: files are owned by the caller, not by the image's uids",
-                 geteuid());
-}
+    : root_(root), options_(options), keep_owner_(geteuid() == 0) {}
 
 RootfsWriter::~RootfsWriter() = default;
 
@@ -514,9 +508,8 @@ Digest RootfsWriter::apply_layer(const ByteSource& source, Compression compressi
     if (r < ARCHIVE_WARN) {
       state.stream_failed(inner.get());
     }
-    // Mostly "can't be converted from UTF-8 to current locale": the name is then used as the
-    // raw bytes it is, which is what an image means.
-    if (r == ARCHIVE_WARN) spdlog::debug("layer {}: {}", label, archive_message(inner.get()));
+    // ARCHIVE_WARN is mostly "can't be converted from UTF-8 to current locale": the name is then
+    // used as the raw bytes it is, which is what an image means.
     state.apply(inner.get(), e);
   }
   // The diff_id covers the whole stream, including the padding after the end-of-archive blocks.

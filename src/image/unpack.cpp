@@ -1,7 +1,6 @@
 // unpack_image: resolve the manifest, verify and apply every layer into a temporary directory
 // beside DEST, check each diff_id, then rename the result into place.
 #include <fcntl.h>
-#include <spdlog/spdlog.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "sandboxrun/fd.hpp"
+
 #include "etc_files.hpp"
+#include "landlock.hpp"
 
 namespace sandboxrun::launch {
 
@@ -21,6 +24,19 @@ struct ChildError {
   char detail[200];
 };
 
+// One file written into /work by pid 1: bytes owned by the launcher, alive until the run ends.
+struct WorkFile {
+  std::string path;         // host-side path, under ChildPlan::work_dir
+  const char* data = nullptr;
+  size_t size = 0;
+  mode_t mode = 0644;
+  bool owned_by_user = true;  // chown to uid:gid (inputs); false for the script
+};
+
+// Payload bytes of the control socket's messages, telling which fd a message carries.
+constexpr char kProxySocketTag = 'P';
+constexpr char kWorkDirTag = 'W';
+
 struct ChildPlan {
   // Host-side paths (before pivot_root).
   std::string rootfs;
@@ -30,8 +46,16 @@ struct ChildPlan {
   std::string dev_pts, dev_shm;
   std::string dev_tmpfs_opts, tmp_opts, shm_opts, run_opts;
   const std::string* script = nullptr;       // bytes to copy into script_path
-  std::vector<std::string> bind_source, bind_target;  // RunBinds: host dir -> <rootfs>/run/NAME
-  std::vector<unsigned long> bind_flags;               // MS_* flags of each bind's remount
+  // RunBinds: host dir -> <rootfs>/run/NAME. The parent clones each source into a detached mount
+  // (open_tree) with its flags already set, and pid 1 attaches it (move_mount): pid 1's ids in its
+  // user namespace have no search permission on the host directories above the source (the
+  // dependency cache is 0700), and a path opened before the clone is in another mount namespace.
+  std::vector<std::string> bind_target;
+  std::vector<UniqueFd> bind_trees;
+  std::string work_dir, work_opts;           // "<rootfs>/work", tmpfs options
+  std::vector<std::string> work_subdirs;     // directories of the inputs, parents first
+  std::vector<WorkFile> work_files;          // the script and the inputs
+  bool pass_work_dir = false;                // send an fd of /work over control_write (--output)
   EtcPlan etc;                               // /etc/hosts, /etc/hostname, /etc/resolv.conf
 
   // Paths after pivot_root.
@@ -43,15 +67,18 @@ struct ChildPlan {
   std::string hostname;
   uid_t uid = 1000;
   gid_t gid = 1000;
-  bool user_namespace = false;
+  bool id_slot = false;  // root launcher: ids map onto a slot, setgroups stays allowed
   bool proxy_socket = false;
   unsigned long root_remount_flags = 0;  // MS_* flags for the read-only remount of the root
+  LandlockPlan landlock;
+  std::string test_bind_source, test_bind_target;  // SandboxSpec::test_extra_writable_bind
 
   // fds (already open in the parent; inherited by the fork-like clone).
   int sync_read = -1;    // parent writes one byte once ids and cgroup are in place
   int error_write = -1;  // ChildError; O_CLOEXEC so a successful execve closes it
   int status_write = -1; // pid 1 writes the payload's wait status here
-  int control_write = -1;// unix socket to pass the proxy listening socket to the parent
+  int control_write = -1;// unix socket to pass fds (proxy listening socket, /work) to the parent
+  int notify_write = -1; // unix socket to pass the seccomp listener to the parent; -1: no notify
   int stdin_fd = -1, stdout_write = -1, stderr_write = -1;
 
   cap_t empty_caps = nullptr;  // prepared with cap_init(): all five sets cleared
@@ -67,6 +94,7 @@ struct ChildPlan {
 [[noreturn]] void child_main(const ChildPlan& plan);
 bool setup_mounts(const ChildPlan& plan);
 bool setup_network(const ChildPlan& plan);
+bool setup_work(const ChildPlan& plan);
 bool drop_privileges(const ChildPlan& plan);
 void report_error(const ChildPlan& plan, const char* stage, int err, const char* detail) noexcept;
 

@@ -1,5 +1,6 @@
 // One file descriptor over a unix socket (SCM_RIGHTS) with a one-byte payload: the child sends the
-// proxy's listening socket (network_setup.cpp), the launcher receives it (monitor.cpp).
+// proxy's listening socket (network_setup.cpp) and the payload its seccomp listener (reaper.cpp);
+// the launcher receives them (monitor.cpp).
 // send_fd runs in the cloned child between clone() and execve(): no allocation, no exceptions.
 #pragma once
 
@@ -41,10 +42,12 @@ inline bool send_fd(int sock, int fd, char tag) noexcept {
   return ::sendmsg(sock, &m.msg, MSG_NOSIGNAL) == 1;
 }
 
-// Receives one fd (close-on-exec); empty at EOF, on error, or when the message carries none.
-inline UniqueFd receive_fd(int sock) noexcept {
+// Receives one fd (close-on-exec) and, when `tag` is given, its payload byte; empty at EOF, on
+// error, or when the message carries none.
+inline UniqueFd receive_fd(int sock, char* tag = nullptr) noexcept {
   FdMessage m(0);
   if (::recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC) <= 0) return UniqueFd();
+  if (tag) *tag = m.byte;
   cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   if (!c || c->cmsg_type != SCM_RIGHTS) return UniqueFd();
   int fd;

@@ -11,8 +11,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <set>
 
 #include "child_plan.hpp"
+#include "id_slots_child.hpp"
 #include "monitor.hpp"
 #include "namespaces.hpp"
 #include "sandboxrun/error.hpp"
@@ -59,13 +61,17 @@ struct CapsGuard {
   ~CapsGuard() { cap_free(caps); }
 };
 
-std::string sanitize_name(const std::string& name) {
+}  // namespace
+
+std::string sandbox_script_name(const std::string& name) {
   std::string out;
   for (char c : name)
     out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
   if (out.empty() || out[0] == '.') out = "main.py";
   return out.substr(0, 128);
 }
+
+namespace {
 
 unsigned long root_flags(const std::string& rootfs) {
   unsigned long flags = MS_RDONLY | MS_NOSUID | MS_NODEV;
@@ -80,7 +86,27 @@ unsigned long root_flags(const std::string& rootfs) {
   return flags;
 }
 
-void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
+// /work's tmpfs and what pid 1 writes into it: the script (root's, read-only) and the inputs
+// (the program's), with every directory the inputs need, parents first.
+void add_work_files(const LaunchRequest& req, ChildPlan& p, const std::string& script_name) {
+  const auto& spec = req.spec;
+  p.work_dir = p.rootfs + "/work";
+  p.work_opts = "size=" + std::to_string(spec.limits.work_bytes) + ",mode=0755,uid=" + std::to_string(spec.uid) +
+                ",gid=" + std::to_string(spec.gid);
+  p.work_files.push_back({p.work_dir + "/" + script_name, req.script.data(), req.script.size(), 0444, false});
+  if (!req.inputs) return;
+  std::set<std::string> dirs;
+  for (const auto& f : *req.inputs) {
+    for (auto slash = f.path.find('/'); slash != std::string::npos; slash = f.path.find('/', slash + 1))
+      dirs.insert(f.path.substr(0, slash));
+    p.work_files.push_back({p.work_dir + "/" + f.path, f.data.data(), f.data.size(), f.mode, true});
+  }
+  // std::set orders "a" before "a/b": parents come first.
+  for (const auto& d : dirs) p.work_subdirs.push_back(p.work_dir + "/" + d);
+  p.pass_work_dir = static_cast<bool>(req.on_work_dir);
+}
+
+void build_plan(const LaunchRequest& req, ChildPlan& p) {
   const auto& spec = req.spec;
   p.rootfs = std::filesystem::canonical(spec.rootfs).string();
   p.proc_dir = p.rootfs + "/proc";
@@ -88,7 +114,7 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.tmp_dir = p.rootfs + "/tmp";
   p.run_dir = p.rootfs + "/run";
   p.sandbox_dir = p.run_dir + "/sandbox";
-  std::string name = sanitize_name(req.script_name);
+  std::string name = sandbox_script_name(req.script_name);
   p.script_path = p.sandbox_dir + "/" + name;
   p.script = &req.script;
   for (const char* node : {"null", "zero", "full", "random", "urandom"}) {
@@ -103,16 +129,21 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.root_remount_flags = root_flags(p.rootfs);
   launch::plan_etc_files(spec, p.rootfs, p.root_remount_flags, p.etc);
   p.run_opts = "size=" + std::to_string(req.script.size() + p.etc.bytes() + (1 << 20)) + ",mode=0755";
+  add_work_files(req, p, name);
   for (const auto& b : spec.run_binds) {
     if (b.name.empty() || b.name == "sandbox" || b.name == "sandboxrun" || b.name == "." || b.name == ".." || b.name.find('/') != std::string::npos)
       throw Error("bind name '" + b.name + "' is not one path component under /run", "report this as a bug");
-    p.bind_source.push_back(std::filesystem::canonical(b.source).string());
+    const std::string source = std::filesystem::canonical(b.source).string();
+    UniqueFd tree(::open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
+    if (!tree) throw_errno("cannot clone a mount of " + source + " to bind it at /run/" + b.name);
+    // Never suid or devices; noexec and atime stay as on the host (wheels carry shared objects,
+    // so a cache on a noexec filesystem cannot serve them).
+    mount_attr attr{};
+    attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (b.writable ? 0 : MOUNT_ATTR_RDONLY);
+    if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
+      throw_errno("cannot set the flags of the bind of " + source);
+    p.bind_trees.push_back(std::move(tree));
     p.bind_target.push_back(p.run_dir + "/" + b.name);
-    // Never suid or devices; atime flags as on the host. Executable where we may choose (wheels
-    // carry shared objects); in a user namespace the host's noexec is locked and stays.
-    unsigned long flags = root_flags(p.bind_source.back()) & ~MS_RDONLY;
-    if (!user_namespace) flags &= ~MS_NOEXEC;
-    p.bind_flags.push_back(flags | (b.writable ? 0 : MS_RDONLY));
   }
   p.proc_readonly = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
   p.proc_masked_files = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
@@ -122,11 +153,15 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, bool user_namespace) {
   p.hostname = spec.hostname;
   p.uid = spec.uid;
   p.gid = spec.gid;
-  p.user_namespace = user_namespace;
   p.proxy_socket = spec.network.mode == NetworkMode::allowlist;
   p.seccomp = req.seccomp->fprog();
+  launch::prepare_landlock(spec, p.landlock);
+  if (!spec.test_extra_writable_bind.empty()) {
+    p.test_bind_source = spec.test_extra_writable_bind;
+    p.test_bind_target = p.rootfs + "/mnt";
+  }
 
-  p.argv_storage = {spec.python, "-B", "/run/sandbox/" + name};
+  p.argv_storage = {spec.python, "-B", "/work/" + name};
   for (const auto& a : req.args) p.argv_storage.push_back(a);
   for (auto& s : p.argv_storage) p.argv.push_back(s.data());
   p.argv.push_back(nullptr);
@@ -145,12 +180,18 @@ void validate_rootfs(const std::string& rootfs, const std::string& python) {
     throw Error("image rootfs " + (rootfs.empty() ? std::string("(none configured)") : rootfs) +
                     " is not a directory",
                 "build the default image with `sandboxrun image build-default`, or set `image:` in sandbox.yaml", errno);
+  // /work is a mount point too; images rarely have one, so it is added once (an empty directory,
+  // like the image's own /tmp), the first time the image runs.
+  const std::string work = rootfs + "/work";
+  if (::mkdir(work.c_str(), 0755) != 0 && errno != EEXIST)
+    throw Error("cannot create the mount point /work in image rootfs " + rootfs,
+                "create an empty directory work/ in the image (or make the image store writable)", errno);
   // Mount points must be real directories: a symlink here would redirect our mounts.
-  for (const char* dir : {"proc", "dev", "tmp", "run"}) {
+  for (const char* dir : {"proc", "dev", "tmp", "run", "work"}) {
     std::string p = rootfs + "/" + dir;
     if (::lstat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       throw Error("image rootfs " + rootfs + " has no directory /" + dir + " (or it is a symlink)",
-                  "the image needs /proc, /dev, /tmp and /run directories as mount points");
+                  "the image needs /proc, /dev, /tmp, /run and /work directories as mount points");
   }
   std::string py = rootfs + python;
   if (::access(py.c_str(), X_OK) != 0 && ::faccessat(AT_FDCWD, py.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0)
@@ -163,18 +204,24 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   const auto& spec = req.spec;
   if (!req.seccomp) throw Error("launch request without a seccomp program", "compile spec.seccomp_profile first");
   validate_rootfs(spec.rootfs.string(), spec.python);
-  const bool user_namespace = ::geteuid() != 0;
+  // Always a user namespace: unprivileged, it maps the caller's own id; as root, a slot of the
+  // reserved range, held until the sandbox is gone (declared before the cgroup, released after it).
+  std::shared_ptr<const IdSlot> slot = req.id_slot;
+  if (!slot && ::geteuid() == 0) slot = std::make_shared<const IdSlot>(IdSlot::claim(spec.id_ranges));
+  if (slot) out.id_slot = slot->info();
 
   std::string degraded_reason;
   auto cgroup_started = std::chrono::steady_clock::now();
-  std::unique_ptr<Cgroup> cgroup = create_cgroup(req.run_id, spec.limits, spec.cgroup, &degraded_reason);
+  std::unique_ptr<Cgroup> cgroup = create_cgroup(req.run_id, spec.limits, spec.cgroup, &degraded_reason, &out.warnings);
   out.timings.cgroup = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - cgroup_started);
   out.cgroup_backend = cgroup ? cgroup->backend() : "none (degraded)";
   if (cgroup) out.degradations = cgroup->degradations();
   else out.degradations.push_back("no cgroup: memory, pids and cpu limits are not enforced (" + degraded_reason + ")");
 
   ChildPlan plan;
-  build_plan(req, plan, user_namespace);
+  build_plan(req, plan);
+  out.landlock_abi = plan.landlock.abi;
+  plan.id_slot = slot != nullptr;
   CapsGuard caps;
   if (!caps.caps) throw_errno("cap_init");
   plan.empty_caps = caps.caps;
@@ -190,16 +237,32 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   Pipe err_pipe = make_pipe();
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull) throw_errno("open /dev/null");
+  // The program's stdin: a pipe the monitor feeds from req.stdin_fd (never the launcher's own
+  // fd, which may be a terminal), or /dev/null.
+  Pipe in_pipe;
+  if (req.stdin_fd >= 0) {
+    in_pipe = make_pipe();
+    if (::fcntl(in_pipe.write.get(), F_SETFL, O_NONBLOCK) != 0) throw_errno("make the stdin pipe non-blocking");
+  }
   int sv[2] = {-1, -1};
-  if (plan.proxy_socket && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-    throw_errno("socketpair for the proxy socket");
+  if ((plan.proxy_socket || plan.pass_work_dir) && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    throw_errno("socketpair for the control socket");
   UniqueFd control_read(sv[0]), control_write(sv[1]);
+  // Denials reported, not just refused, when the profile allows it (SeccompProgram).
+  int nv[2] = {-1, -1};
+  out.denied.notify = !req.seccomp->notify_instructions.empty();
+  if (out.denied.notify) {
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, nv) != 0) throw_errno("socketpair for the seccomp listener");
+    plan.seccomp = req.seccomp->notify_fprog();
+  }
+  UniqueFd notify_read(nv[0]), notify_write(nv[1]);
 
   plan.sync_read = sync.read.get();
   plan.error_write = error.write.get();
   plan.status_write = status.write.get();
   plan.control_write = control_write.get();
-  plan.stdin_fd = devnull.get();
+  plan.notify_write = notify_write.get();
+  plan.stdin_fd = in_pipe.read ? in_pipe.read.get() : devnull.get();
   plan.stdout_write = out_pipe.write.get();
   plan.stderr_write = err_pipe.write.get();
 
@@ -207,7 +270,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   const gid_t outside_gid = ::getegid();
   auto started = std::chrono::steady_clock::now();
   launch::CloneResult child =
-      launch::clone_sandbox(launch::namespace_flags(user_namespace), cgroup ? cgroup->clone_into_fd() : -1);
+      launch::clone_sandbox(launch::namespace_flags(), cgroup ? cgroup->clone_into_fd() : -1);
   if (child.pid == 0) launch::child_main(plan);  // never returns
   ChildGuard guard(child.pid);
 
@@ -218,8 +281,11 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   out_pipe.write.reset();
   err_pipe.write.reset();
   control_write.reset();
+  in_pipe.read.reset();
+  notify_write.reset();
 
-  if (user_namespace) launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
+  if (slot) launch::write_slot_id_maps(child.pid, slot->info(), spec.uid, spec.gid);
+  else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
   if (cgroup && !child.clone_into_cgroup) cgroup->add_process(child.pid);
   if (req.cgroup_warmup) req.cgroup_warmup->stop();
   // Two releases: 'G' lets pid 1 set itself up, 'E' lets it start the payload. Between them the
@@ -239,8 +305,12 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   fds.status_read = std::move(status.read);
   fds.error_read = std::move(error.read);
   fds.control_read = std::move(control_read);
+  fds.stdin_write = std::move(in_pipe.write);
+  fds.notify_read = std::move(notify_read);
   // Once the monitor has reaped pid 1 the guard must not touch that pid again (it may be reused).
   if (launch::monitor_sandbox(req, child.pid, fds, cgroup.get(), out, started)) guard.release();
+  // A successful execve of the payload (spawn timed) means pid 1 applied the ruleset before it.
+  out.landlock_enforced = out.landlock_abi > 0 && out.timings.spawn.count() > 0;
   cgroup.reset();  // kill stragglers and remove the cgroup now, inside the teardown timing
   if (out.timings.run.count() > 0)
     out.timings.teardown = std::chrono::duration_cast<std::chrono::microseconds>(

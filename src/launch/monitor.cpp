@@ -15,6 +15,7 @@
 #include "fd_passing.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
+#include "seccomp_notify.hpp"
 
 namespace sandboxrun::launch {
 
@@ -30,6 +31,7 @@ struct Stream {
   bool* truncated;
   uint64_t limit;
   bool open = true;
+  uint64_t streamed = 0;  // bytes copied to sink so far
 };
 
 // Returns false at EOF or error.
@@ -40,7 +42,16 @@ bool pump(Stream& s) {
   if (n <= 0) return false;
   auto len = static_cast<size_t>(n);
   if (s.sink >= 0) {
-    write_all(s.sink, chunk, len);  // a closed caller stdout must not stop the drain
+    // Past output_limit the stream is cut with one line saying so, and drained to nowhere.
+    const size_t room = s.streamed < s.limit ? static_cast<size_t>(s.limit - s.streamed) : 0;
+    write_all(s.sink, chunk, std::min(len, room));  // a closed caller stdout must not stop the drain
+    s.streamed += std::min(len, room);
+    if (len > room && !*s.truncated) {
+      *s.truncated = true;
+      const std::string notice =
+          "\n[sandboxrun: output cut at output_limit (" + std::to_string(s.limit) + " bytes)]\n";
+      write_all(s.sink, notice.data(), notice.size());
+    }
   } else {
     size_t room = s.buf->size() < s.limit ? static_cast<size_t>(s.limit - s.buf->size()) : 0;
     if (len > room) *s.truncated = true;
@@ -66,10 +77,20 @@ class SignalGuard {
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
     sigaddset(&set_, SIGHUP);
-    ::sigprocmask(SIG_BLOCK, &set_, &old_);
     fd_.reset(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
+    // SIGPIPE too (not read from the signalfd): a program that closes its stdin turns our next
+    // write into EPIPE, which the stdin pump handles, instead of killing the launcher.
+    sigaddset(&set_, SIGPIPE);
+    ::sigprocmask(SIG_BLOCK, &set_, &old_);
   }
-  ~SignalGuard() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+  ~SignalGuard() {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    const timespec now{0, 0};
+    while (::sigtimedwait(&pipe_only, nullptr, &now) == SIGPIPE) {}  // discard, do not deliver
+    ::sigprocmask(SIG_SETMASK, &old_, nullptr);
+  }
   SignalGuard(const SignalGuard&) = delete;
   SignalGuard& operator=(const SignalGuard&) = delete;
   int fd() const { return fd_.get(); }
@@ -77,6 +98,40 @@ class SignalGuard {
  private:
   sigset_t set_, old_;
   UniqueFd fd_;
+};
+
+// The launcher's stdin -> the program's stdin pipe, never blocking the loop: one chunk at a time,
+// read only when the previous one is written. EOF (or the program closing its end) closes ours.
+struct StdinPump {
+  int src = -1;
+  UniqueFd* dst = nullptr;
+  std::string pending;
+  size_t done = 0;
+  bool src_open = false;
+
+  bool active() const { return dst && *dst; }
+  bool wants_read() const { return active() && src_open && done == pending.size(); }
+  bool wants_write() const { return active() && done < pending.size(); }
+  void finish() { dst->reset(); }
+  void read_some() {
+    char chunk[65536];
+    ssize_t n = ::read(src, chunk, sizeof chunk);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+      src_open = false;
+      finish();  // EOF passed on
+      return;
+    }
+    pending.assign(chunk, static_cast<size_t>(n));
+    done = 0;
+  }
+  void write_some() {
+    ssize_t n = ::write(dst->get(), pending.data() + done, pending.size() - done);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n < 0) return finish();  // EPIPE: the program closed its stdin
+    done += static_cast<size_t>(n);
+    if (done == pending.size() && !src_open) finish();
+  }
 };
 
 }  // namespace
@@ -118,8 +173,15 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
   const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(lim.timeout_s));
   const auto interval = req.spec.monitor_interval;
+  StdinPump in;
+  if (fds.stdin_write) {
+    in.src = req.stdin_fd;
+    in.dst = &fds.stdin_write;
+    in.src_open = true;
+  }
   auto next_sample = Clock::now() + interval;
 
+  DeniedListener denied(out.denied);
   bool pid1_exited = false, status_known = false, timed_out = false;
   int killed_by_signal = 0;
   int wait_status = 0;
@@ -142,20 +204,26 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     // After pid 1 is gone, every writer is dead; give the pipes a moment to drain.
     if (pid1_exited && Clock::now() - exit_seen > milliseconds(2000)) break;
 
-    pollfd pfd[7];
+    pollfd pfd[10];
     int n = 0;
     int idx_out = -1, idx_err = -1, idx_pid = -1, idx_status = -1, idx_error = -1, idx_ctl = -1, idx_sig = -1;
+    int idx_in = -1, idx_notify = -1, idx_listener = -1;
+    if (in.wants_read()) { idx_in = n; pfd[n++] = {in.src, POLLIN, 0}; }
+    else if (in.wants_write()) { idx_in = n; pfd[n++] = {in.dst->get(), POLLOUT, 0}; }
     if (streams[0].open) { idx_out = n; pfd[n++] = {streams[0].fd, POLLIN, 0}; }
     if (streams[1].open) { idx_err = n; pfd[n++] = {streams[1].fd, POLLIN, 0}; }
     if (!pid1_exited && fds.pidfd) { idx_pid = n; pfd[n++] = {fds.pidfd.get(), POLLIN, 0}; }
     if (fds.status_read) { idx_status = n; pfd[n++] = {fds.status_read.get(), POLLIN, 0}; }
     if (fds.error_read) { idx_error = n; pfd[n++] = {fds.error_read.get(), POLLIN, 0}; }
     if (fds.control_read) { idx_ctl = n; pfd[n++] = {fds.control_read.get(), POLLIN, 0}; }
+    if (fds.notify_read) { idx_notify = n; pfd[n++] = {fds.notify_read.get(), POLLIN, 0}; }
+    auto now = Clock::now();
+    if (int lfd = denied.poll_fd(now); lfd >= 0) { idx_listener = n; pfd[n++] = {lfd, POLLIN, 0}; }
     idx_sig = n;
     pfd[n++] = {signals.fd(), POLLIN, 0};
 
-    auto now = Clock::now();
     auto wake = std::min(deadline, next_sample);
+    if (denied.throttled(now)) wake = std::min(wake, denied.throttled_until());
     if (pid1_exited) wake = std::min(wake, exit_seen + milliseconds(2000));
     int timeout_ms = static_cast<int>(std::max<int64_t>(
         0, std::chrono::duration_cast<milliseconds>(wake - now).count() + 1));
@@ -164,6 +232,10 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     if (r < 0 && errno != EINTR) break;
 
     auto ready = [&](int i) { return i >= 0 && r > 0 && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)); };
+    if (idx_in >= 0 && r > 0 && pfd[idx_in].revents) {
+      if (pfd[idx_in].events == POLLIN) in.read_some();
+      else in.write_some();
+    }
     if (ready(idx_out) && !pump(streams[0])) streams[0].open = false;
     if (ready(idx_err) && !pump(streams[1])) streams[1].open = false;
     if (ready(idx_status)) {
@@ -190,10 +262,19 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
       fds.error_read.reset();  // EOF: the payload's execve succeeded
     }
     if (ready(idx_ctl)) {
-      UniqueFd listen_fd = receive_fd(fds.control_read.get());
-      if (listen_fd && req.on_proxy_socket) req.on_proxy_socket(std::move(listen_fd));
-      fds.control_read.reset();
+      // One message per fd the sandbox passes (proxy socket, /work); EOF once pid 1 has execve'd.
+      char tag = 0;
+      UniqueFd passed = receive_fd(fds.control_read.get(), &tag);
+      if (!passed) fds.control_read.reset();
+      else if (tag == kProxySocketTag && req.on_proxy_socket) req.on_proxy_socket(std::move(passed));
+      else if (tag == kWorkDirTag && req.on_work_dir) req.on_work_dir(std::move(passed));
     }
+    if (ready(idx_notify)) {
+      UniqueFd listener = receive_fd(fds.notify_read.get());
+      if (listener) denied.attach(std::move(listener));
+      fds.notify_read.reset();
+    }
+    if (idx_listener >= 0 && r > 0 && pfd[idx_listener].revents) denied.handle(pfd[idx_listener].revents);
     if (ready(idx_sig)) {
       signalfd_siginfo si;
       if (::read(signals.fd(), &si, sizeof si) == sizeof si) {
@@ -212,6 +293,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
       if (gone) {
         pid1_exited = true;
         exit_seen = Clock::now();
+        if (in.active()) in.finish();  // no reader is left
         sample();
         if (cgroup) cgroup->kill_all();  // stragglers that escaped the pid namespace cannot exist; belt and braces
       }
@@ -236,6 +318,15 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
         exit_seen = Clock::now();
       }
     }
+  }
+  // A message still queued on the control socket (pid 1 ended before the loop read it): the
+  // /work fd must reach its caller whatever happened.
+  if (fds.control_read) ::fcntl(fds.control_read.get(), F_SETFL, O_NONBLOCK);
+  while (fds.control_read) {
+    char tag = 0;
+    UniqueFd passed = receive_fd(fds.control_read.get(), &tag);
+    if (!passed) fds.control_read.reset();
+    else if (tag == kWorkDirTag && req.on_work_dir) req.on_work_dir(std::move(passed));
   }
   // Read anything still buffered in the status pipe (pid 1 may have written just before exit).
   if (fds.status_read && !status_known) {
@@ -270,6 +361,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     out.exit_code = 128 + out.signal;
     // OOM is read from the cgroup's memory events, never guessed from SIGKILL.
     out.status = out.usage.oom_kills > 0 && out.signal == SIGKILL ? RunStatus::oom : RunStatus::signaled;
+    out.denied.killed_by_seccomp = out.signal == SIGSYS;
   } else if (out.usage.oom_kills > 0) {
     out.status = RunStatus::oom;  // pid 1 itself was chosen by the OOM killer
     out.exit_code = 128 + SIGKILL;

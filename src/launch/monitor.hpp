@@ -18,7 +18,9 @@ struct MonitorFds {
   UniqueFd stdout_read, stderr_read;
   UniqueFd status_read;   // payload wait status from pid 1
   UniqueFd error_read;    // ChildError from setup
-  UniqueFd control_read;  // proxy listening socket (allowlist mode)
+  UniqueFd control_read;  // fds passed by the sandbox (proxy listening socket, /work)
+  UniqueFd stdin_write;   // the program's stdin (non-blocking), fed from req.stdin_fd
+  UniqueFd notify_read;   // the payload's seccomp listener, once it has loaded the filter
 };
 
 // Runs until the sandbox ends: streams or captures output, samples the cgroup, enforces the

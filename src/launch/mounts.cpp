@@ -2,6 +2,7 @@
 //   1. make every mount private, so nothing propagates back to the host
 //   2. bind the image rootfs onto itself (non-recursive: no host submounts come along)
 //   3. fresh /proc (pid namespace), minimal /dev, tmpfs /tmp, /run with the script copied in,
+//      tmpfs /work with the script and the inputs (work_dir.cpp)
 //      /etc/hosts, /etc/hostname and /etc/resolv.conf of this run bound read-only (etc_files.cpp)
 //   4. remount the root read-only, nosuid, nodev
 //   5. pivot_root and detach the old root
@@ -86,7 +87,8 @@ bool setup_run(const ChildPlan& plan) {
   if (!write_etc_files(plan)) return false;
   for (size_t i = 0; i < plan.bind_target.size(); ++i) {
     if (::mkdir(plan.bind_target[i].c_str(), 0755) != 0) return fail(plan, "mkdir", plan.bind_target[i]);
-    if (!bind(plan, plan.bind_source[i], plan.bind_target[i], plan.bind_flags[i])) return false;
+    if (::move_mount(plan.bind_trees[i].get(), "", AT_FDCWD, plan.bind_target[i].c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+      return fail(plan, "attach bind mount", plan.bind_target[i]);
   }
   if (::mount(nullptr, plan.run_dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               plan.run_opts.c_str()) != 0)
@@ -130,6 +132,10 @@ bool setup_mounts(const ChildPlan& plan) {
   if (!setup_dev(plan)) return false;
   if (!mount_tmpfs(plan, plan.tmp_dir, MS_NOSUID | MS_NODEV, plan.tmp_opts)) return false;
   if (!setup_run(plan)) return false;
+  if (!plan.test_bind_source.empty() &&
+      !bind(plan, plan.test_bind_source, plan.test_bind_target, MS_NOSUID | MS_NODEV))
+    return false;
+  if (!setup_work(plan)) return false;
   if (!mount_etc_files(plan)) return false;
   if (::mount(nullptr, plan.rootfs.c_str(), nullptr, MS_BIND | MS_REMOUNT | plan.root_remount_flags, nullptr) != 0)
     return fail(plan, "remount rootfs read-only", plan.rootfs);

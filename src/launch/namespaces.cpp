@@ -16,10 +16,10 @@
 
 namespace sandboxrun::launch {
 
-unsigned long namespace_flags(bool user_namespace) {
-  unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
-  if (user_namespace) flags |= CLONE_NEWUSER;
-  return flags;
+unsigned long namespace_flags() {
+  // The user namespace comes in the same clone as the others, so that it owns them: mounting
+  // proc, tmpfs and devpts inside needs the mount and pid namespaces to belong to it.
+  return CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
 }
 
 CloneResult clone_sandbox(unsigned long flags, int cgroup_fd) {

@@ -12,7 +12,7 @@ struct CloneResult {
   bool clone_into_cgroup = false;
 };
 
-unsigned long namespace_flags(bool user_namespace);
+unsigned long namespace_flags();
 // Fork-like clone into new namespaces (and straight into the cgroup when cgroup_fd >= 0).
 // Throws Error with what the host restricts.
 CloneResult clone_sandbox(unsigned long flags, int cgroup_fd);

@@ -52,7 +52,7 @@ bool pass_proxy_socket(const ChildPlan& plan) {
     ::close(s);
     return false;
   }
-  bool ok = send_fd(plan.control_write, s, 'P');
+  bool ok = send_fd(plan.control_write, s, kProxySocketTag);
   int saved = errno;
   ::close(s);  // the launcher holds it now; nothing inside keeps the listening socket
   if (!ok) report_error(plan, "pass proxy socket", saved, "control socket");

@@ -25,16 +25,16 @@ bool drop_privileges(const ChildPlan& plan) {
     return false;
   }
   // In a user namespace set up by an unprivileged caller, setgroups is denied (and there are no
-  // supplementary groups to drop); as root, clear them.
-  if (!plan.user_namespace) {
+  // supplementary groups to drop); with a root launcher's id slot, clear them.
+  if (plan.id_slot) {
     if (::syscall(SYS_setgroups, 0, nullptr) != 0) {
       report_error(plan, "setgroups", errno, "supplementary groups");
       return false;
     }
   }
-  // Raw syscalls, not glibc's wrappers: those broadcast the change to every thread glibc knows of
-  // and wait for threads still being created. This process is a clone of a possibly
-  // multi-threaded launcher whose threads do not exist here, so the wrappers can wait forever.
+  // Raw syscalls, not glibc's set*id wrappers: those signal every thread glibc believes exists
+  // and wait on their descriptors, and this process was cloned from a multi-threaded launcher
+  // (a thread caught mid-creation at the clone leaves pid 1 waiting forever).
   if (::syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid) != 0) {
     report_error(plan, "setresgid", errno, "sandbox gid");
     return false;

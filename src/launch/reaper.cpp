@@ -14,6 +14,8 @@
 #include <cstring>
 
 #include "child_plan.hpp"
+#include "fd_passing.hpp"
+#include "id_slots_child.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/seccomp.hpp"
 
@@ -21,10 +23,29 @@ namespace sandboxrun::launch {
 
 namespace {
 
-// Leaves only 0-2 and `keep` open.
-void close_all_but(int keep) {
-  if (keep > 3) ::syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u);
-  ::syscall(SYS_close_range, static_cast<unsigned>(keep < 3 ? 3 : keep + 1), ~0u, 0u);
+// Leaves only 0-2, `keep` and `also` (-1: none) open.
+void close_all_but(int keep, int also = -1) {
+  int a = keep < also ? keep : also, b = keep < also ? also : keep;
+  unsigned from = 3;
+  for (int k : {a, b}) {
+    if (k < 3) continue;
+    if (static_cast<unsigned>(k) > from) ::syscall(SYS_close_range, from, static_cast<unsigned>(k - 1), 0u);
+    from = static_cast<unsigned>(k) + 1;
+  }
+  ::syscall(SYS_close_range, from, ~0u, 0u);
+}
+
+// Loads the filter with a new listener and hands the listener to the launcher; the payload keeps
+// no copy (else it could answer its own denials). sendmsg and close are allowed by any profile
+// the notify program is built from (see SeccompProgram::notify_instructions).
+int install_with_listener(const ChildPlan& plan) {
+  int listener = install_seccomp_listener(plan.seccomp);
+  if (listener < 0) return listener;
+  bool sent = send_fd(plan.notify_write, listener, 'N');
+  int err = errno;
+  ::close(listener);
+  ::close(plan.notify_write);
+  return sent ? 0 : -err;
 }
 
 [[noreturn]] void exec_payload(const ChildPlan& plan) {
@@ -36,13 +57,13 @@ void close_all_but(int keep) {
     report_error(plan, "redirect stdio", errno, "dup2");
     ::_exit(125);
   }
-  close_all_but(plan.error_write);  // O_CLOEXEC: closed by a successful execve
+  close_all_but(plan.error_write, plan.notify_write);  // O_CLOEXEC: closed by a successful execve
   if (::chdir(plan.workdir.c_str()) != 0) {
     report_error(plan, "chdir to workdir", errno, plan.workdir.c_str());
     ::_exit(125);
   }
   // Last step before execve: from here on every syscall is filtered.
-  if (int rc = install_seccomp_program(plan.seccomp); rc != 0) {
+  if (int rc = plan.notify_write >= 0 ? install_with_listener(plan) : install_seccomp_program(plan.seccomp); rc != 0) {
     report_error(plan, "load seccomp filter", -rc, "seccomp(SECCOMP_SET_MODE_FILTER)");
     ::_exit(125);
   }
@@ -77,6 +98,7 @@ void child_main(const ChildPlan& plan) {
 
   char go = 0;
   if (::read(plan.sync_read, &go, 1) != 1) ::_exit(125);  // the launcher gave up before the start
+  if (!enter_id_slot(plan)) ::_exit(125);
 
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
     report_error(plan, "make pid 1 non-dumpable", errno, "PR_SET_DUMPABLE");
@@ -98,6 +120,7 @@ void child_main(const ChildPlan& plan) {
     ::_exit(125);
   }
   if (!setup_network(plan)) ::_exit(125);
+  if (!apply_landlock(plan)) ::_exit(125);
   if (plan.wipe_begin && plan.wipe_end > plan.wipe_begin)
     std::memset(plan.wipe_begin, 0, static_cast<size_t>(plan.wipe_end - plan.wipe_begin));
   if (!drop_privileges(plan)) ::_exit(125);

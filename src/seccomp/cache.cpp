@@ -117,15 +117,23 @@ SeccompProgram load_or_compile_seccomp_profile(const std::filesystem::path& prof
     }
   }
   const std::string key = cache_key(text, ctx);
-  const std::string name = hex(key) + ".bpf";
+  // v2: the notify program (when there is one) is cached beside the program, written first, so
+  // a program entry implies its notify entry; entries from before it are never read.
+  const std::string name = hex(key) + ".v2.bpf";
+  const std::string notify_name = hex(key) + ".v2.notify.bpf";
   if (dir) {
     if (auto insns = read_entry(dir.get(), name, key)) {
       if (from_cache) *from_cache = true;
-      return SeccompProgram{std::move(*insns), profile.string()};
+      auto notify = read_entry(dir.get(), notify_name, key);
+      return SeccompProgram{std::move(*insns), profile.string(),
+                            notify ? std::move(*notify) : std::vector<sock_filter>{}};
     }
   }
   SeccompProgram prog = compile_seccomp_profile_text(text, profile.string(), ctx);
-  if (dir) write_entry(dir.get(), name, key, prog.instructions);
+  if (dir) {
+    if (!prog.notify_instructions.empty()) write_entry(dir.get(), notify_name, key, prog.notify_instructions);
+    write_entry(dir.get(), name, key, prog.instructions);
+  }
   return prog;
 }
 

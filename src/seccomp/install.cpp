@@ -19,4 +19,10 @@ int install_seccomp_program(const sock_fprog& prog) noexcept {
   return -errno;
 }
 
+int install_seccomp_listener(const sock_fprog& prog) noexcept {
+  if (prog.len == 0 || prog.filter == nullptr) return -EINVAL;
+  long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+  return fd >= 0 ? static_cast<int>(fd) : -errno;
+}
+
 }  // namespace sandboxrun

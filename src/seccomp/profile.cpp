@@ -16,6 +16,8 @@
 //    KILL ioctl(TIOCSTI) lets TIOCSTI through, in either order).
 // Deviation: only the native ABI is compiled in (see seccomp.hpp).
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
 #include <string.h>  // strerrorname_np
 #include <sys/mman.h>
@@ -28,6 +30,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -117,7 +120,7 @@ class ProfileCompiler {
 
     if (doc.contains("listenerPath") || doc.contains("listenerMetadata"))
       fail("listenerPath", "seccomp user notification is not supported",
-           "sandboxrun runs no notify agent; remove listenerPath/listenerMetadata");
+           "sandboxrun is the only notify agent (it reports EPERM denials); remove listenerPath/listenerMetadata");
     if (doc.contains("flags")) {
       const json& flags = doc["flags"];
       if (!flags.is_null() && !(flags.is_array() && flags.empty()))
@@ -145,7 +148,16 @@ class ProfileCompiler {
       if (calls.is_array())
         for (size_t i = 0; i < calls.size(); ++i) add_entry(filter.get(), calls[i], i);
     }
-    return SeccompProgram{export_bpf(filter.get()), source_};
+    SeccompProgram program{export_bpf(filter.get()), source_, {}};
+    if (default_action_ == SCMP_ACT_ERRNO(EPERM) && allowed_unconditionally("sendmsg") &&
+        allowed_unconditionally("close")) {
+      // Every EPERM the program can return (the default, and explicit EPERM rules) becomes a
+      // notification; other errnos (clone3's ENOSYS) and kills are left as they are.
+      program.notify_instructions = program.instructions;
+      for (sock_filter& insn : program.notify_instructions)
+        if (insn.code == (BPF_RET | BPF_K) && insn.k == (SECCOMP_RET_ERRNO | EPERM)) insn.k = SECCOMP_RET_USER_NOTIF;
+    }
+    return program;
   }
 
  private:
@@ -202,7 +214,7 @@ class ProfileCompiler {
     if (name == "SCMP_ACT_LOG") return SCMP_ACT_LOG;
     if (name == "SCMP_ACT_NOTIFY")
       fail(where, "SCMP_ACT_NOTIFY (seccomp user notification) is not supported",
-           "sandboxrun runs no notify agent; use SCMP_ACT_ERRNO instead");
+           "sandboxrun itself turns EPERM denials into notifications for its report; use SCMP_ACT_ERRNO");
     fail(where, "unknown action \"" + name + "\"",
          "expected SCMP_ACT_ALLOW, SCMP_ACT_ERRNO, SCMP_ACT_KILL, SCMP_ACT_KILL_PROCESS, "
          "SCMP_ACT_KILL_THREAD, SCMP_ACT_TRAP, SCMP_ACT_TRACE or SCMP_ACT_LOG");
@@ -436,6 +448,11 @@ class ProfileCompiler {
     return insns;
   }
 
+  bool allowed_unconditionally(const char* name) const {
+    auto it = rules_.find(seccomp_syscall_resolve_name(name));
+    return it != rules_.end() && it->second.unconditional.count(SCMP_ACT_ALLOW) && it->second.conditional.empty();
+  }
+
   // Actions already given to one syscall, and the entry that gave each.
   struct RulesOf {
     std::map<uint32_t, std::string> unconditional, conditional;
@@ -454,6 +471,13 @@ class ProfileCompiler {
 SeccompProgram compile_seccomp_profile_text(std::string_view text, const std::string& source_name,
                                             const SeccompContext& ctx) {
   return ProfileCompiler(source_name, ctx).compile(text);
+}
+
+std::string syscall_name(int nr) {
+  char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+  std::string out = name ? name : "syscall_" + std::to_string(nr);
+  std::free(name);
+  return out;
 }
 
 SeccompProgram compile_seccomp_profile(const std::filesystem::path& profile, const SeccompContext& ctx) {

@@ -184,8 +184,8 @@ print(json.dumps({'argv0': sys.argv[0], 'args': sys.argv[1:], 'cwd': os.getcwd()
                   'writable': os.access(sys.argv[0], os.W_OK)}))
 )",
                  {"--", "--flag", "two words"});
-  EXPECT_EQ(j["argv0"], "/run/sandbox/job.py");
+  EXPECT_EQ(j["argv0"], "/work/job.py");
   EXPECT_EQ(j["args"], nlohmann::json::parse(R"(["--flag","two words"])"));
-  EXPECT_EQ(j["cwd"], "/tmp");
+  EXPECT_EQ(j["cwd"], "/work");
   EXPECT_EQ(j["writable"], false);
 }

@@ -121,7 +121,7 @@ print(json.dumps({'uid': os.getuid(), 'caps': [st[k].strip() for k in ('CapInh',
 
 TEST_F(UnprivilegedRun, UntrustedCodeIsRefusedWithoutEnforceableLimits) {
   auto args = run_args(false);
-  args.insert(args.end(), {"--trust", "untrusted", script});
+  args.insert(args.end(), {"--trust", "untrusted", "--override", "probes the isolation", script});
   auto r = run_binary(args, {}, kNobody);
   EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
   EXPECT_NE(r.err.find("cgroup"), std::string::npos) << "the message must say what the host lacks: " << r.err;
@@ -129,7 +129,7 @@ TEST_F(UnprivilegedRun, UntrustedCodeIsRefusedWithoutEnforceableLimits) {
 
 TEST_F(UnprivilegedRun, DegradedModeRunsInAUserNamespaceWithTheSameIsolation) {
   auto args = run_args(true);
-  args.insert(args.end(), {"--json", script});
+  args.insert(args.end(), {"--json", "--override", "probes the isolation", script});
   auto r = run_binary(args, {"SECRET=leak-me"}, kNobody);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto result = nlohmann::json::parse(r.out);

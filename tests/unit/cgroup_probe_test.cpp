@@ -171,7 +171,7 @@ TEST(CgroupSweep, RemovesOnlyDeadOwnersRuns) {
   const std::string recycled = run_dir_name("b", Owner{me.pid, me.start + 1});  // our pid, not us
   const std::string live = run_dir_name("c", me);
   for (const auto& n : {stale, recycled, live, std::string("foreign")}) fs::create_directories(t.path() / n);
-  EXPECT_EQ(sweep_stale({{t.path().string(), false}}), 2u);
+  EXPECT_EQ(sweep_stale({{t.path().string(), false}}, nullptr), 2u);
   EXPECT_FALSE(fs::exists(t.path() / stale));
   EXPECT_FALSE(fs::exists(t.path() / recycled));
   EXPECT_TRUE(fs::exists(t.path() / live));

@@ -105,6 +105,11 @@ TEST(Config, BadInputNamesFileLineKeyAndExpectation) {
       {"monitoring:\n  interval: 1\n", "monitoring.interval"},
       {"cgroup:\n  parnet: x\n", "cgroup.parnet"},
       {"default_trust: maybe\n", "default_trust"},
+      {"landlock: maybe\n", "required, best_effort or off"},
+      {"id_ranges:\n  base: 1000\n", "id_ranges.base"},
+      {"id_ranges:\n  size: 2\n  slot_size: 4\n", "size >= slot_size"},
+      {"id_ranges:\n  slot_size: 1\n", "id_ranges.slot_size"},
+      {"id_ranges:\n  bsae: 1\n", "id_ranges.bsae"},
       {"a: [\n", "invalid YAML"},
       {"- just\n- a list\n", "(top level)"},
   };
@@ -115,6 +120,17 @@ TEST(Config, BadInputNamesFileLineKeyAndExpectation) {
   }
   EXPECT_NE(error_of("cpu_count: 1\nmem_limit: 1x\n").find("sandbox.yaml:2"), std::string::npos)
       << "the line of the bad value must be named";
+}
+
+TEST(Config, LandlockAndIdRangesReachTheSpec) {
+  SandboxConfig cfg = parse("landlock: required\nid_ranges:\n  base: 300000000\n  size: 64\n  slot_size: 4\n");
+  SandboxSpec s = resolve_spec(cfg, Trust::untrusted, {}, big_host());
+  EXPECT_EQ(s.landlock, LandlockMode::required);
+  EXPECT_EQ(s.id_ranges.base, 300000000u);
+  EXPECT_EQ(s.id_ranges.slots(), 16u);
+  EXPECT_TRUE(s.test_extra_writable_bind.empty()) << "the fault injection is never set from a config";
+  EXPECT_EQ(parse("landlock: off\n").landlock, LandlockMode::off);
+  EXPECT_EQ(parse("cpu_count: 1\n").landlock, LandlockMode::best_effort);
 }
 
 TEST(Config, LevelsOverrideTheBase) {
@@ -163,6 +179,25 @@ TEST(Config, CallerEnvironmentIsNeverPartOfTheSpec) {
   EXPECT_EQ(s.env.count("SANDBOXRUN_UNIT_SECRET"), 0u);
   EXPECT_EQ(s.env.at("FOO"), "bar");
   EXPECT_EQ(s.env.at("HOME"), "/tmp");
+}
+
+TEST(Config, WorkDirectoryAndJobLimits) {
+  auto s = resolve_spec(parse("tmp_size: 32m\n"), Trust::untrusted, {}, big_host());
+  EXPECT_EQ(s.limits.work_bytes, 32ull << 20) << "work_size defaults to tmp_size";
+  EXPECT_EQ(s.limits.output_files, 1000u);
+  EXPECT_EQ(s.limits.output_total_bytes, 64ull << 20);
+  EXPECT_EQ(s.workdir, "/work");
+  EXPECT_EQ(s.env.at("MPLBACKEND"), "Agg");
+  auto cfg = parse("work_size: 8m\ninput_limit: 1m\ninput_files_limit: 5\noutput_files_limit: 7\n"
+                   "output_bytes_limit: 2m\ntrust_levels:\n  trusted:\n    work_size: 16m\n");
+  EXPECT_EQ(cfg.input_limit, 1ull << 20);
+  EXPECT_EQ(cfg.input_files_limit, 5u);
+  s = resolve_spec(cfg, Trust::untrusted, {}, big_host());
+  EXPECT_EQ(s.limits.work_bytes, 8ull << 20);
+  EXPECT_EQ(s.limits.output_files, 7u);
+  EXPECT_EQ(s.limits.output_total_bytes, 2ull << 20);
+  EXPECT_EQ(resolve_spec(cfg, Trust::trusted, {}, big_host()).limits.work_bytes, 16ull << 20);
+  EXPECT_THROW(parse("output_files_limit: 0\n"), Error);
 }
 
 TEST(Config, ExtraHostsAcceptDockersListAndMappingForms) {

@@ -1,6 +1,9 @@
 // Loading and compiling profiles: ours, Docker's unchanged, conditions, and malformed input.
 #include <gtest/gtest.h>
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -62,6 +65,27 @@ TEST(SeccompProfile, CompilesOurProfiles) {
   }
   EXPECT_FALSE(same_program(compile_seccomp_profile(kPolicies + "/default.json", {}),
                             compile_seccomp_profile(kPolicies + "/untrusted.json", {})));
+}
+
+// The notify program differs from the plain one exactly where the plain one answers EPERM.
+size_t user_notif_returns(const std::vector<sock_filter>& insns) {
+  size_t n = 0;
+  for (const auto& i : insns) n += i.code == (BPF_RET | BPF_K) && i.k == SECCOMP_RET_USER_NOTIF;
+  return n;
+}
+
+TEST(SeccompProfile, EpermDenialsHaveANotifyVariantWhenTheListenerCanBeHandedOver) {
+  const SeccompProgram ours = compile_seccomp_profile(kPolicies + "/untrusted.json", {});
+  ASSERT_EQ(ours.notify_instructions.size(), ours.instructions.size());
+  EXPECT_GT(user_notif_returns(ours.notify_instructions), 0u);
+  EXPECT_EQ(user_notif_returns(ours.instructions), 0u);
+  const std::string handover = R"({"names": ["sendmsg", "close"], "action": "SCMP_ACT_ALLOW"})";
+  EXPECT_FALSE(compile_text(profile_with(handover + "," + kGetpid)).notify_instructions.empty());
+  // Without sendmsg the payload could not hand the listener over: no notify variant.
+  EXPECT_TRUE(compile_text(profile_with(kGetpid)).notify_instructions.empty());
+  // A default other than EPERM is left alone.
+  EXPECT_TRUE(compile_text(R"({"defaultAction": "SCMP_ACT_KILL_PROCESS", "syscalls": [)" + handover + "]}")
+                  .notify_instructions.empty());
 }
 
 TEST(SeccompProfile, SameActionWithAndWithoutConditionsIsAccepted) {

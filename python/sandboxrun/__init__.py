@@ -1,0 +1,267 @@
+"""Python API for sandboxrun: a thin caller of the ``sandboxrun`` command's JSON contract.
+
+    from sandboxrun import Sandbox
+    r = Sandbox().run("print(open('data.csv').read())", files={"data.csv": b"a,b\\n1,2\\n"})
+    r.stdout, r.exit_code, r.outputs        # outputs: {relative path: bytes}
+
+Standard library only. Every run goes through the real binary, so the isolation, the
+assessment and the audit log are exactly those of ``sandboxrun run``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+__all__ = [
+    "Sandbox", "RunResult", "Assessment", "Finding", "FileRecord", "AuditReport",
+    "SandboxError", "SetupError", "BlockedError", "UsageError",
+]
+
+# Exit statuses of `sandboxrun run` that belong to sandboxrun, not to the program (README).
+EXIT_USAGE = 2
+EXIT_SETUP = 125
+EXIT_BLOCKED = 126
+
+
+class SandboxError(Exception):
+    """Base class; ``result`` holds the parsed JSON result when there was one."""
+
+    def __init__(self, message: str, result: Optional["RunResult"] = None):
+        super().__init__(message)
+        self.result = result
+
+
+class SetupError(SandboxError):
+    """The sandbox could not be set up (exit 125): config, image, inputs over a cap ..."""
+
+
+class BlockedError(SandboxError):
+    """The assessor blocked the code (exit 126); ``result.assessment`` says why."""
+
+
+class UsageError(SandboxError):
+    """The request itself was wrong (exit 2): a bad option, label, run id ..."""
+
+
+@dataclass
+class Finding:
+    rule: str
+    severity: str
+    line: int
+    message: str
+
+
+@dataclass
+class Assessment:
+    level: str  # LOW | MEDIUM | HIGH | BLOCKED
+    score: int
+    findings: List[Finding] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, j: Mapping[str, Any]) -> "Assessment":
+        return cls(level=j.get("level", ""), score=int(j.get("score", 0)),
+                   findings=[Finding(f.get("rule", ""), f.get("severity", ""), int(f.get("line", 0)),
+                                     f.get("message", "")) for f in j.get("findings", [])],
+                   notes=list(j.get("notes", [])))
+
+
+@dataclass
+class FileRecord:
+    path: str
+    size: int
+    sha256: str
+    mode: int
+
+    @classmethod
+    def from_json(cls, j: Mapping[str, Any]) -> "FileRecord":
+        return cls(j["path"], int(j["size"]), j["sha256"], int(j["mode"]))
+
+
+@dataclass
+class RunResult:
+    """The ``--json`` result of one run (README: the contract), with the collected files."""
+
+    run_id: str
+    status: str  # exited | signaled | timeout | oom | blocked | error
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    duration_ms: int = 0
+    resources: Dict[str, Any] = field(default_factory=dict)
+    limits: Optional[Dict[str, Any]] = None
+    trust: Optional[str] = None
+    assessment: Optional[Assessment] = None
+    inputs: List[FileRecord] = field(default_factory=list)
+    output_manifest: List[FileRecord] = field(default_factory=list)
+    outputs: Dict[str, bytes] = field(default_factory=dict)  # relative path -> bytes
+    outputs_truncated: bool = False
+    outputs_skipped: List[Dict[str, str]] = field(default_factory=list)
+    caller: Optional[str] = None
+    labels: Dict[str, str] = field(default_factory=dict)
+    warnings: List[str] = field(default_factory=list)
+    error: Optional[str] = None
+    audit_seq: Optional[int] = None
+    raw: Dict[str, Any] = field(default_factory=dict)  # the whole JSON object
+
+    @classmethod
+    def from_json(cls, j: Mapping[str, Any]) -> "RunResult":
+        return cls(
+            run_id=j.get("run_id", ""), status=j.get("status", "error"), exit_code=int(j.get("exit_code", EXIT_SETUP)),
+            stdout=j.get("stdout", ""), stderr=j.get("stderr", ""),
+            stdout_truncated=bool(j.get("stdout_truncated", False)),
+            stderr_truncated=bool(j.get("stderr_truncated", False)),
+            duration_ms=int(j.get("duration_ms", 0)), resources=dict(j.get("resources") or {}),
+            limits=j.get("limits"), trust=j.get("trust"),
+            assessment=Assessment.from_json(j["assessment"]) if j.get("assessment") else None,
+            inputs=[FileRecord.from_json(f) for f in j.get("inputs", [])],
+            output_manifest=[FileRecord.from_json(f) for f in j.get("outputs", [])],
+            outputs_truncated=bool(j.get("outputs_truncated", False)),
+            outputs_skipped=list(j.get("outputs_skipped", [])),
+            caller=j.get("caller"), labels=dict(j.get("labels") or {}), warnings=list(j.get("warnings", [])),
+            error=j.get("error"), audit_seq=j.get("audit_seq"), raw=dict(j))
+
+
+@dataclass
+class AuditReport:
+    ok: bool
+    records: int
+    raw: Dict[str, Any]
+
+
+FileSource = Union[bytes, str, os.PathLike]
+
+
+def _plain_relative(name: str) -> bool:
+    p = PurePosixPath(name)
+    return bool(name) and not p.is_absolute() and all(part not in ("", ".", "..") for part in name.split("/"))
+
+
+class Sandbox:
+    """One configuration of sandboxrun. ``config``: sandbox.yaml or its directory (default: the
+    binary's own search order); ``binary``: the sandboxrun executable (default: $SANDBOXRUN_BIN,
+    then ``sandboxrun`` on PATH); ``audit_log``: overrides the log audit.yaml names."""
+
+    def __init__(self, config: Optional[FileSource] = None, binary: Optional[FileSource] = None,
+                 audit_log: Optional[FileSource] = None):
+        found = binary or os.environ.get("SANDBOXRUN_BIN") or shutil.which("sandboxrun")
+        if not found:
+            raise SetupError("sandboxrun binary not found: pass binary=, set SANDBOXRUN_BIN or put it on PATH")
+        self.binary = os.fspath(found)
+        self.config = os.fspath(config) if config is not None else None
+        self.audit_log = os.fspath(audit_log) if audit_log is not None else None
+
+    def _common(self) -> List[str]:
+        args: List[str] = []
+        if self.config:
+            args += ["--config", self.config]
+        if self.audit_log:
+            args += ["--audit-log", self.audit_log]
+        return args
+
+    def run(self, code: Union[str, bytes], *, trust: Optional[str] = None,
+            files: Optional[Mapping[str, FileSource]] = None, stdin: Optional[Union[str, bytes]] = None,
+            args: Sequence[str] = (), timeout: Optional[float] = None, memory: Optional[str] = None,
+            cpus: Optional[float] = None, pids: Optional[int] = None, override: Optional[str] = None,
+            caller: Optional[str] = None, labels: Optional[Mapping[str, str]] = None,
+            run_id: Optional[str] = None, name: str = "main.py") -> RunResult:
+        """Runs ``code`` with ``files`` copied into /work (bytes, or a path on this host) and
+        returns the result with every file the program created or changed under /work in
+        ``outputs``. Raises BlockedError, SetupError or UsageError; a program that fails is
+        not an error (see ``exit_code`` and ``status``)."""
+        with tempfile.TemporaryDirectory(prefix="sandboxrun-py-") as tmp:
+            base = Path(tmp)
+            script = base / "job" / name
+            script.parent.mkdir()
+            script.write_bytes(code.encode() if isinstance(code, str) else code)
+            out_dir = base / "out"
+            cmd = [self.binary, "run", "--json", *self._common(), "--output", str(out_dir)]
+            for rel, src in (files or {}).items():
+                # ':' separates SRC from NAME on the command line, so a name may not hold one.
+                if not _plain_relative(rel) or ":" in rel:
+                    raise UsageError(f"files: {rel!r} is not a plain relative path inside /work (no ':')")
+                if isinstance(src, (bytes, bytearray)):
+                    staged = base / "in" / rel
+                    staged.parent.mkdir(parents=True, exist_ok=True)
+                    staged.write_bytes(bytes(src))
+                    src = staged
+                cmd += ["--input", f"{os.fspath(src)}:{rel}"]
+            if trust is not None:
+                cmd += ["--trust", trust]
+            for opt, val in (("--timeout", timeout), ("--memory", memory), ("--cpus", cpus), ("--pids", pids),
+                             ("--override", override), ("--caller", caller), ("--run-id", run_id)):
+                if val is not None:
+                    cmd += [opt, str(val)]
+            for k, v in (labels or {}).items():
+                cmd += ["--label", f"{k}={v}"]
+            data = None
+            if stdin is not None:
+                cmd.append("--stdin")
+                data = stdin.encode() if isinstance(stdin, str) else stdin
+            cmd.append(str(script))
+            if args:
+                cmd += ["--", *[str(a) for a in args]]
+            proc = subprocess.run(cmd, input=data, stdin=None if data is not None else subprocess.DEVNULL,
+                                  capture_output=True, check=False)
+            result = self._parse(proc)
+            for rec in result.output_manifest:
+                result.outputs[rec.path] = (out_dir / rec.path).read_bytes()
+            return result
+
+    @staticmethod
+    def _parse(proc: "subprocess.CompletedProcess[bytes]") -> RunResult:
+        text = proc.stdout.decode("utf-8", "replace").strip()
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        try:
+            result = RunResult.from_json(json.loads(text.splitlines()[-1])) if text else None
+        except (ValueError, KeyError, IndexError):
+            result = None
+        # The program's own exit status may be 2 or 125 too: only a run that did not run is an error.
+        if result is None or result.status in ("error", "blocked"):
+            why = (result.error if result and result.error else "") or err or f"exit status {proc.returncode}"
+            code = result.exit_code if result else proc.returncode
+            if code == EXIT_BLOCKED or (result and result.status == "blocked"):
+                raise BlockedError(f"blocked by the assessor: {why}", result)
+            if code == EXIT_USAGE:
+                raise UsageError(why, result)
+            raise SetupError(why, result)
+        return result
+
+    def assess(self, code: Union[str, bytes]) -> Assessment:
+        """The assessor's verdict on ``code`` (nothing runs)."""
+        with tempfile.TemporaryDirectory(prefix="sandboxrun-py-") as tmp:
+            f = Path(tmp) / "main.py"
+            f.write_bytes(code.encode() if isinstance(code, str) else code)
+            cmd = [self.binary, "assess", "--json"]
+            if self.config:
+                cfg = Path(self.config)
+                cmd += ["--config-dir", str(cfg if cfg.is_dir() else cfg.parent)]
+            cmd.append(str(f))
+            proc = subprocess.run(cmd, capture_output=True, check=False, stdin=subprocess.DEVNULL)
+            if proc.returncode != 0:
+                raise (UsageError if proc.returncode == EXIT_USAGE else SetupError)(
+                    proc.stderr.decode("utf-8", "replace").strip() or f"exit status {proc.returncode}")
+            return Assessment.from_json(json.loads(proc.stdout.decode().splitlines()[0]))
+
+    def audit_verify(self) -> AuditReport:
+        """Checks the audit log's hash chain; ``ok`` is False when it was tampered with."""
+        cmd = [self.binary, "audit", "verify", "--json"]
+        if self.audit_log:
+            cmd += ["--log", self.audit_log]
+        elif self.config:
+            cfg = Path(self.config)
+            cmd += ["--config", str((cfg if cfg.is_dir() else cfg.parent) / "audit.yaml")]
+        proc = subprocess.run(cmd, capture_output=True, check=False, stdin=subprocess.DEVNULL)
+        try:
+            raw = json.loads(proc.stdout.decode("utf-8", "replace"))
+        except ValueError:
+            raise SetupError(proc.stderr.decode("utf-8", "replace").strip() or f"exit status {proc.returncode}")
+        return AuditReport(ok=bool(raw.get("ok")) and proc.returncode == 0, records=int(raw.get("records", 0)), raw=raw)

