@@ -2,8 +2,8 @@
 // release (minKernel conditions), libseccomp's version and the capabilities. A run then loads a
 // few kilobytes instead of parsing JSON and compiling (~3 ms per profile on the development VM).
 //
-// File: "SRBPF001", the 32-byte key, a u32 instruction count, the instructions, and the SHA-256
-// of everything before it. The directory is private (open_trusted_dir: owned by the caller, not
+// File: "SRBPF002", the 32-byte key, the u32 instruction counts of the program and of its notify
+// form, both instruction arrays, and the SHA-256 of everything before it. The directory is private (open_trusted_dir: owned by the caller, not
 // writable by others, no symlink anywhere); a file that does not verify is recompiled and
 // replaced, never used.
 #include <fcntl.h>
@@ -24,7 +24,7 @@ namespace sandboxrun {
 
 namespace {
 
-constexpr char kMagic[8] = {'S', 'R', 'B', 'P', 'F', '0', '0', '1'};
+constexpr char kMagic[8] = {'S', 'R', 'B', 'P', 'F', '0', '0', '2'};
 constexpr size_t kDigest = 32;
 
 std::string raw_sha256(std::string_view data) {
@@ -55,7 +55,7 @@ std::string hex(std::string_view raw) {
   return out;
 }
 
-std::optional<std::vector<sock_filter>> read_entry(int dir_fd, const std::string& name, const std::string& key) {
+std::optional<SeccompProgram> read_entry(int dir_fd, const std::string& name, const std::string& key) {
   UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return std::nullopt;
   struct stat st {};
@@ -67,26 +67,36 @@ std::optional<std::vector<sock_filter>> read_entry(int dir_fd, const std::string
   } catch (const Error&) {
     return std::nullopt;
   }
-  const size_t head = sizeof kMagic + kDigest + sizeof(uint32_t);
+  const size_t head = sizeof kMagic + kDigest + 2 * sizeof(uint32_t);
   if (data.size() < head + kDigest || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0 ||
       data.compare(sizeof kMagic, kDigest, key) != 0)
     return std::nullopt;
-  uint32_t count = 0;
+  uint32_t count = 0, notify_count = 0;
   std::memcpy(&count, data.data() + sizeof kMagic + kDigest, sizeof count);
-  if (count == 0 || count > BPF_MAXINSNS || data.size() != head + count * sizeof(sock_filter) + kDigest) return std::nullopt;
+  std::memcpy(&notify_count, data.data() + sizeof kMagic + kDigest + sizeof count, sizeof notify_count);
+  if (count == 0 || count > BPF_MAXINSNS || notify_count > BPF_MAXINSNS ||
+      data.size() != head + (count + notify_count) * sizeof(sock_filter) + kDigest)
+    return std::nullopt;
   const std::string_view body(data.data(), data.size() - kDigest);
   if (raw_sha256(body) != data.substr(body.size())) return std::nullopt;
-  std::vector<sock_filter> insns(count);
-  std::memcpy(insns.data(), data.data() + head, count * sizeof(sock_filter));
-  return insns;
+  SeccompProgram prog;
+  prog.instructions.resize(count);
+  std::memcpy(prog.instructions.data(), data.data() + head, count * sizeof(sock_filter));
+  prog.notify_instructions.resize(notify_count);
+  std::memcpy(prog.notify_instructions.data(), data.data() + head + count * sizeof(sock_filter),
+              notify_count * sizeof(sock_filter));
+  return prog;
 }
 
-void write_entry(int dir_fd, const std::string& name, const std::string& key, const std::vector<sock_filter>& insns) {
+void write_entry(int dir_fd, const std::string& name, const std::string& key, const SeccompProgram& prog) {
   std::string data(kMagic, sizeof kMagic);
   data += key;
-  const uint32_t count = static_cast<uint32_t>(insns.size());
+  const uint32_t count = static_cast<uint32_t>(prog.instructions.size());
+  const uint32_t notify_count = static_cast<uint32_t>(prog.notify_instructions.size());
   data.append(reinterpret_cast<const char*>(&count), sizeof count);
-  data.append(reinterpret_cast<const char*>(insns.data()), insns.size() * sizeof(sock_filter));
+  data.append(reinterpret_cast<const char*>(&notify_count), sizeof notify_count);
+  data.append(reinterpret_cast<const char*>(prog.instructions.data()), count * sizeof(sock_filter));
+  data.append(reinterpret_cast<const char*>(prog.notify_instructions.data()), notify_count * sizeof(sock_filter));
   data += raw_sha256(data);
   const std::string tmp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(::gettid());
   UniqueFd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -117,23 +127,16 @@ SeccompProgram load_or_compile_seccomp_profile(const std::filesystem::path& prof
     }
   }
   const std::string key = cache_key(text, ctx);
-  // v2: the notify program (when there is one) is cached beside the program, written first, so
-  // a program entry implies its notify entry; entries from before it are never read.
-  const std::string name = hex(key) + ".v2.bpf";
-  const std::string notify_name = hex(key) + ".v2.notify.bpf";
+  const std::string name = hex(key) + ".bpf";
   if (dir) {
-    if (auto insns = read_entry(dir.get(), name, key)) {
+    if (auto cached = read_entry(dir.get(), name, key)) {
       if (from_cache) *from_cache = true;
-      auto notify = read_entry(dir.get(), notify_name, key);
-      return SeccompProgram{std::move(*insns), profile.string(),
-                            notify ? std::move(*notify) : std::vector<sock_filter>{}};
+      cached->source = profile.string();
+      return std::move(*cached);
     }
   }
   SeccompProgram prog = compile_seccomp_profile_text(text, profile.string(), ctx);
-  if (dir) {
-    if (!prog.notify_instructions.empty()) write_entry(dir.get(), notify_name, key, prog.notify_instructions);
-    write_entry(dir.get(), name, key, prog.instructions);
-  }
+  if (dir) write_entry(dir.get(), name, key, prog);
   return prog;
 }
 

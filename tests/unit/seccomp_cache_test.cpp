@@ -15,8 +15,10 @@ namespace {
 const std::filesystem::path kProfile = std::filesystem::path(SANDBOXRUN_SOURCE_DIR) / "policies/untrusted.json";
 
 bool same(const SeccompProgram& a, const SeccompProgram& b) {
-  return a.instructions.size() == b.instructions.size() &&
-         std::memcmp(a.instructions.data(), b.instructions.data(), a.instructions.size() * sizeof(sock_filter)) == 0;
+  auto eq = [](const std::vector<sock_filter>& x, const std::vector<sock_filter>& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(sock_filter)) == 0;
+  };
+  return eq(a.instructions, b.instructions) && eq(a.notify_instructions, b.notify_instructions);
 }
 
 std::vector<std::filesystem::path> entries(const std::filesystem::path& dir) {
@@ -37,6 +39,7 @@ TEST(SeccompCache, ASecondLoadComesFromTheCacheAndIsTheSameProgram) {
   EXPECT_TRUE(same(fresh, first));
   EXPECT_TRUE(same(fresh, second));
   EXPECT_EQ(second.source, kProfile.string());
+  EXPECT_FALSE(second.notify_instructions.empty()) << "the notify form is cached too";
   struct stat st {};
   ASSERT_EQ(::stat(cache.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
@@ -57,7 +60,7 @@ TEST(SeccompCache, ADamagedEntryIsRecompiledNeverUsed) {
   const auto entry = entries(cache).at(0);
   std::string bytes = test_util::slurp(entry);
   // Flip one bit of one instruction: a filter that allows something else.
-  bytes[8 + 32 + 4 + 6] ^= 1;
+  bytes[8 + 32 + 8 + 6] ^= 1;
   test_util::put(entry, bytes, 0600);
   bool hit = true;
   const SeccompProgram again = load_or_compile_seccomp_profile(kProfile, {}, cache, &hit);
