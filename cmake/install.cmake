@@ -30,7 +30,7 @@ add_custom_command(
   COMMAND ${CMAKE_COMMAND} -E rm -f libsandboxrun.a
   COMMAND sh -c "${CMAKE_AR} -M < libsandboxrun.mri"
   DEPENDS sandboxrun_core sandboxrun_common sandboxrun_config sandboxrun_seccomp sandboxrun_cgroup
-          sandboxrun_audit sandboxrun_assess sandboxrun_image sandboxrun_net sandboxrun_launch
+          sandboxrun_audit sandboxrun_assess sandboxrun_image sandboxrun_net sandboxrun_launch sandboxrun_deps
           ${CMAKE_BINARY_DIR}/libsandboxrun.mri
   WORKING_DIRECTORY ${CMAKE_BINARY_DIR}
   COMMENT "Combining the modules into libsandboxrun.a"
