@@ -16,7 +16,7 @@ install(TARGETS sandboxrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # One static archive of every module: a service links one library (plus the system libraries
 # pkg-config / the CMake package name) instead of ten.
-set(_sr_modules core cli common config seccomp cgroup audit assess image net launch)
+set(_sr_modules core cli common deps config seccomp cgroup audit assess image net launch)
 set(_sr_mri "create libsandboxrun.a\n")
 foreach(m IN LISTS _sr_modules)
   if(NOT m STREQUAL "cli")
@@ -42,8 +42,9 @@ install(FILES ${CMAKE_BINARY_DIR}/libsandboxrun.a DESTINATION ${CMAKE_INSTALL_LI
 install(FILES
   include/sandboxrun/executor.hpp include/sandboxrun/assess.hpp include/sandboxrun/assess_analyzer.hpp
   include/sandboxrun/audit.hpp include/sandboxrun/cgroup.hpp include/sandboxrun/config.hpp
-  include/sandboxrun/error.hpp include/sandboxrun/fd.hpp include/sandboxrun/launch.hpp
-  include/sandboxrun/seccomp.hpp include/sandboxrun/spec.hpp
+  include/sandboxrun/error.hpp include/sandboxrun/fd.hpp include/sandboxrun/id_slots.hpp
+  include/sandboxrun/job_io.hpp include/sandboxrun/launch.hpp include/sandboxrun/seccomp.hpp
+  include/sandboxrun/spec.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sandboxrun)
 
 # What a static link of the library needs from the system (the shared forms of the libraries).
@@ -80,8 +81,12 @@ set(CPACK_PACKAGE_NAME sandboxrun)
 set(CPACK_PACKAGE_VENDOR "sandboxrun")
 set(CPACK_PACKAGE_CONTACT "sandboxrun maintainers <root@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "run untrusted Python with Docker-grade isolation, without a daemon")
+# The package installs below /usr whatever the build was configured with; the configuration
+# then goes to /etc/sandboxrun (see the install(CODE) above), as absolute paths in DESTDIR mode.
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-set(CPACK_SET_DESTDIR ON)  # absolute /etc/sandboxrun lands in the package, not under /usr
+set(CPACK_INSTALL_PREFIX /usr)
+set(CPACK_SET_DESTDIR ON)
+set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # Building the default image needs mmdebstrap; python3 is inside the image, not on the host.

@@ -7,7 +7,7 @@
 #
 # Variants (NAME, default `default`):
 #   default   Debian bookworm + python3 and pip
-#   science   default + Debian's python3-numpy, -pandas, -matplotlib, -scipy (~400 MB unpacked)
+#   science   default + Debian's python3-numpy, -pandas, -matplotlib, -scipy (~1.1 GiB unpacked)
 # `--image NAME` (or `image: NAME` in sandbox.yaml) selects one by name.
 #
 # Only Debian's package repository is contacted. Run as root (mmdebstrap keeps ownership).
@@ -46,6 +46,8 @@ case "$name" in
     packages=python3,python3-pip,python3-numpy,python3-pandas,python3-matplotlib,python3-scipy
     check="$check; import numpy, pandas, scipy, matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot" ;;
 esac
+# Bumped whenever the recipe changes, so that existing layouts are rebuilt (stored in .packages).
+recipe="$packages mountpoints-1"
 
 die() { echo "build-image.sh: $*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || die "must run as root (mmdebstrap keeps the image's file ownership); try: sudo $0"
@@ -80,16 +82,19 @@ build_layout() {
   echo "build-image.sh: mmdebstrap $suite ($packages) ..." >&2
   # Docs, man pages and translations are not needed to run Python; copyright files stay.
   # /dev is emptied (the launcher builds its own minimal /dev; the directory stays as a
-  # mountpoint); /run, /tmp and /proc come from base-files.
+  # mountpoint); /run, /tmp and /proc come from base-files. /work and empty /etc/hosts,
+  # /etc/hostname and /etc/resolv.conf are mount points for the per-run working directory and
+  # files (the image is read-only at run time, so they cannot be made then).
   mmdebstrap --quiet --variant=essential --include="$packages" \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/info/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+    --customize-hook='mkdir -p "$1/work" && touch "$1/etc/hosts" "$1/etc/hostname" "$1/etc/resolv.conf"' \
     "$suite" - "deb $mirror $suite main" \
     | tar --delete --wildcards './dev/?*' >"$work/rootfs.tar"
-  for dir in ./dev/ ./proc/ ./tmp/ ./run/ ./usr/bin/python3; do
+  for dir in ./dev/ ./proc/ ./tmp/ ./run/ ./work/ ./etc/hosts ./usr/bin/python3; do
     tar -tf "$work/rootfs.tar" "$dir" >/dev/null 2>&1 || die "the rootfs tar lacks $dir"
   done
 
@@ -126,10 +131,10 @@ build_layout() {
 }
 
 mkdir -p "$store/images" "$store/rootfs"
-# The package list is part of the image: a layout built from another list is rebuilt.
-if (( rebuild )) || [[ ! -f $layout/index.json ]] || [[ "$(cat "$layout/.packages" 2>/dev/null)" != "$packages" ]]; then
+# The recipe is part of the image: a layout built from another one is rebuilt.
+if (( rebuild )) || [[ ! -f $layout/index.json ]] || [[ "$(cat "$layout/.packages" 2>/dev/null)" != "$recipe" ]]; then
   build_layout
-  echo "$packages" >"$layout/.packages"
+  echo "$recipe" >"$layout/.packages"
 fi
 
 digest=$(manifest_digest)

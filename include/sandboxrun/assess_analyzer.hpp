@@ -41,6 +41,8 @@ enum class Detector : uint8_t {
   reversed_string,    // string[::-1]
   truncated,          // input larger than limits.max_bytes: only its head was analyzed
   not_python,         // an ELF executable, a shell script or binary data, not Python source
+  python2,            // Python 2 statements (`print "x"`, `exec code`): the file cannot run as Python 3
+  xor_decode,         // `^` inside bytes()/bytearray()/chr(): bytes decoded with an XOR key
   count_,
 };
 const char* to_string(Detector d) noexcept;

@@ -62,6 +62,11 @@ void Analyzer::start_statement() {
   self_refs_ = 0;
   saw_plus_ = saw_mul_ = doubles_ = false;
   def_pending_ = false;
+  return_fn_.clear();
+  except_stmt_ = false;
+  unpack_names_.clear();
+  unpack_.clear();
+  for_in_ = false;
   as_pending_ = false;
   bare_strings_ = true;
   deferred_strings_.clear();
@@ -181,6 +186,7 @@ void Analyzer::on_token(const Token& t) {
       else if (t.text == "for") header_ = Header::for_;
       else if (t.text == "def" || t.text == "class" || t.text == "async") header_ = Header::def_;
       else if (is_keyword(t.text)) header_ = Header::other;
+      except_stmt_ = t.text == "except";
     }
     if (header_ == Header::while_) return;
   }
@@ -189,6 +195,7 @@ void Analyzer::on_token(const Token& t) {
   }
   if (frames_.back().kind == FrameKind::subscript && !overflow_ && t.text != "]")
     append_capped(frames_.back().sig, t.text, 16);
+  token_hooks(t, line);
   const bool was_dot = dot_pending_;
   const bool was_string = prev_string_;
   dot_pending_ = false;
@@ -251,6 +258,7 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     return;
   }
   if (frames_.size() == 1 && ((!targets_.empty() && name == targets_[0]) || name == aug_target_)) ++self_refs_;
+  python2_statement(line, true);
   flush();
   prim_ = Primary{true, resolve(name), std::string(name), {}, line};
 }
@@ -273,7 +281,15 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
     return;
   }
   if (kw == "break") mark_exit(false);
-  if (kw == "return") mark_exit(true);
+  if (kw == "return") {
+    mark_exit(true);
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
+      if (it->kind == BlockKind::function) {
+        return_fn_ = it->name + "()";
+        break;
+      }
+  }
+  if (kw == "in" && header_ == Header::for_ && !header_colon_ && frames_.size() == 1) for_in_ = true;
   if (kw == "as") {
     as_pending_ = true;
     as_value_ = frames_.back().cur;
@@ -290,21 +306,6 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
   f.after_plus = false;
 }
 
-void Analyzer::bind(const std::string& name, const ArgInfo& value) {
-  if (symbols_.size() >= kMaxSymbols && !symbols_.count(name)) return;
-  ArgInfo v = value;
-  v.keyword.clear();
-  if (is_name_kind(v.kind)) v.text = detail::canonical(v.text);
-  // Every use of a name copies its value: keep long constants short, and read them as
-  // code once here in case they are exec'd later.
-  if (v.kind == Kind::string && v.text.size() > kMaxSymbolText) {
-    if (!v.dynamic && looks_like_text(v.text)) enqueue(v.text, stmt_line_, depth_ + 1);
-    v.text.resize(kMaxSymbolText);
-    v.dynamic = true;
-  }
-  symbols_[name] = std::move(v);
-}
-
 void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
   std::string value = string_value(t);
   if (value.size() >= limits_.entropy_min_length && detail::is_entropy_blob(value, limits_))
@@ -317,11 +318,7 @@ void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
   if (was_string && prim_.active && prim_.val.kind == Kind::string) {
     append_capped(prim_.val.text, value, kMaxText);  // implicit concatenation
   } else {
-    // Python 2 `exec "code"`: treat as a call.
-    if (prim_.active && prim_.raw_name == "exec" && frames_.back().kind == FrameKind::statement &&
-        frames_.back().cur.kind == Kind::none) {
-      push_call(line);
-    }
+    python2_statement(line, false);
     flush();
     prim_ = Primary{true, ArgInfo{{}, Kind::string, std::move(value)}, {}, {}, line};
   }
@@ -333,6 +330,22 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   // Single-character operators by value: this runs for every operator token.
   const char c = op.size() == 1 ? op[0] : '\0';
   Frame& top = frames_.back();
+  // `for key in os.environ:` walks the whole environment, as os.environ.items() does.
+  if (c == ':' && for_in_ && !header_colon_ && frames_.size() == 1 && prim_.active && is_name_kind(prim_.val.kind)) {
+    const std::string it = detail::canonical(prim_.val.text);
+    if (it == "os.environ" || it == "os.environb") report_call(it + ".__iter__", {}, prim_.line);
+  }
+  // `bytes(b ^ key for b in data)`, `chr(ord(c) ^ k)`: bytes decoded with an XOR key.
+  if (c == '^') {
+    for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
+      if (it->kind != FrameKind::call || !is_name_kind(it->callee.kind)) continue;
+      const std::string q = detail::canonical(it->callee.text);
+      if (q == "bytes" || q == "bytearray" || q == "chr") {
+        sink_.on_detector(Detector::xor_decode, line, q);
+        break;
+      }
+    }
+  }
   if (c == '.') {
     if (prim_.active) dot_pending_ = true;
     return;
@@ -369,6 +382,13 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   flush();
   if (overflow_) return;
   if (c == ',') {
+    // `a, b = ...`: remember the names before the '=' so that each can take its item.
+    if (frames_.size() == 1 && header_ == Header::none && targets_.empty()) {
+      if (!last_flushed_raw_.empty() && last_flushed_single_ && top.cur.kind != Kind::none && unpack_names_.size() < 4)
+        unpack_names_.push_back(last_flushed_raw_);
+      else
+        unpack_names_.push_back({});  // not a plain name: its position still counts
+    }
     finish_arg(top);
     return;
   }
@@ -409,46 +429,6 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   top.after_plus = false;
 }
 
-void Analyzer::on_assign(Frame& top) {
-  // flush() ran: a bare NAME just before '=' is now the whole current argument.
-  if (top.kind == FrameKind::call || top.kind == FrameKind::statement) {
-    if (!last_flushed_raw_.empty() && top.cur.kind != Kind::none && last_flushed_single_) {
-      if (top.kind == FrameKind::call) {
-        top.cur = ArgInfo{};
-        top.cur.keyword = last_flushed_raw_;
-      } else {
-        if (targets_.size() < 4) targets_.push_back(last_flushed_raw_);
-        top.cur = ArgInfo{};
-      }
-      top.after_plus = false;
-      return;
-    }
-    top.cur = ArgInfo{};
-    top.args.clear();
-    return;
-  }
-  top.cur.dynamic = true;
-}
-
-void Analyzer::on_header_colon() {
-  bool body;
-  if (header_ == Header::while_) {
-    body = while_sig_ == "True" || while_sig_ == "1" || while_sig_ == "notFalse" || while_sig_ == "not0" ||
-           while_sig_ == "notNone";
-  } else if (header_ == Header::for_) {
-    body = header_unbounded_;
-  } else {
-    body = false;
-  }
-  header_unbounded_ = body;
-  Block b;
-  if (header_ == Header::while_ || header_ == Header::for_) b.kind = BlockKind::loop;
-  else if (header_ == Header::def_ && !def_name_.empty()) b.kind = BlockKind::function;
-  b.header_unbounded = body;
-  b.name = def_name_;
-  header_block_ = std::move(b);
-}
-
 // `suite_continues`: a ';' inside a one-line suite (`while 1: os.fork(); break`).
 void Analyzer::end_statement(bool suite_continues) {
   if (import_mode_) {
@@ -466,12 +446,42 @@ void Analyzer::end_statement(bool suite_continues) {
       report_call("<grow>", {}, stmt_line_);
     Frame& s = frames_.back();
     finish_arg(s);
+    if (!return_fn_.empty() && s.args.size() == 1) {
+      const ArgInfo& v = s.args[0];
+      // Only values that carry evidence: a constant, folded or decoded string. A later return
+      // of a plain computed value does not erase what an earlier one showed.
+      if ((v.kind == Kind::string && (!v.dynamic || v.folded || v.decoded)) || v.decoded) {
+        if (returns_.size() < kMaxSymbols) {
+          ArgInfo r = v;
+          r.keyword.clear();
+          if (r.text.size() > kMaxSymbolText) r.text.resize(kMaxSymbolText);
+          returns_[return_fn_] = std::move(r);
+        }
+      }
+    }
+    if (unpack_.size() > 1) {
+      // `HOST, PORT = "", 9009`: each name takes its item (the last name was bound below to
+      // the whole tuple; it is rebound here).
+      targets_.clear();
+      for (size_t i = 0; i < unpack_.size(); ++i) {
+        if (unpack_[i].empty()) continue;
+        const bool item = s.args.size() == unpack_.size() &&
+                          (s.args[i].kind == Kind::string || is_name_kind(s.args[i].kind));
+        // `fd, path = tempfile.mkstemp()`: each item comes from the call.
+        const bool from_call = s.args.size() == 1 && s.args[0].kind == Kind::call;
+        if (item) bind(unpack_[i], s.args[i]);
+        else if (from_call) bind(unpack_[i], s.args[0]);
+        else symbols_.erase(unpack_[i]);
+      }
+    }
     if (!targets_.empty()) {
       ArgInfo value = s.args.size() == 1 ? s.args[0] : container(s.args);
       for (const auto& t : targets_) {
         // Computed strings keep their constant pieces: a path or command built in steps
         // still reaches the call that uses it.
-        if (value.kind == Kind::string || is_name_kind(value.kind)) {
+        // A tuple keeps its text too: LISTEN = ("", 5140) reaches bind(LISTEN).
+        if (value.kind == Kind::string || is_name_kind(value.kind) ||
+            (value.kind == Kind::container && targets_.size() == 1)) {
           bind(t, value);
         } else if (value.decoded) {
           bind(t, ArgInfo{{}, Kind::expr, {}, true, false, true});

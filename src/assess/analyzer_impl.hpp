@@ -132,6 +132,10 @@ class Analyzer {
   // ---- operators ---------------------------------------------------------------------------
   void on_op(const Token& t, uint32_t line);
 
+  void python2_statement(uint32_t line, bool before_name);
+
+  void token_hooks(const Token& t, uint32_t line);
+
   void on_assign(Frame& top);
 
   void on_header_colon();
@@ -184,6 +188,9 @@ class Analyzer {
     size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, ArgInfo, NameHash, std::equal_to<>> symbols_;
+  // What a local function returns when that is a constant, folded or decoded string
+  // ("local:f()"): a payload assembled in one function and executed in another keeps its kind.
+  std::unordered_map<std::string, ArgInfo, NameHash, std::equal_to<>> returns_;
   std::deque<Fragment> queue_;
   uint64_t fragment_bytes_ = 0;
   std::vector<std::pair<std::string, uint32_t>> docstrings_;
@@ -219,6 +226,12 @@ class Analyzer {
   uint32_t self_refs_ = 0;  // uses of the assigned name on the right-hand side
   bool saw_plus_ = false, saw_mul_ = false, doubles_ = false;
   bool def_pending_ = false;
+  std::string return_fn_;  // `return` statement: the function it returns from
+  bool for_in_ = false;    // `for ... in`: the iterable follows
+  bool except_stmt_ = false;  // an `except` clause header
+  bool unpack_env_ = false;   // after `**`: the operand may be os.environ
+  std::vector<std::string> unpack_names_;  // names before ',' at statement level
+  std::vector<std::string> unpack_;        // `a, b = ...`: the names assigned item by item
   bool as_pending_ = false;
   ArgInfo as_value_;
   bool bare_strings_ = true;

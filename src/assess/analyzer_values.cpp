@@ -154,7 +154,11 @@ void Analyzer::close_frame() {
       }
       [[fallthrough]];
     case FrameKind::list: result.val = container(f.args); break;
-    case FrameKind::brace: result.val = ArgInfo{{}, Kind::container, {}, true, false, any_decoded(f.args)}; break;
+    case FrameKind::brace:
+      // method: "os.environ.copy()" when the literal unpacks the environment ({**os.environ}).
+      result.val = f.method.empty() ? ArgInfo{{}, Kind::container, {}, true, false, any_decoded(f.args)}
+                                    : ArgInfo{{}, Kind::call, f.method, true, false, false};
+      break;
     case FrameKind::fstring: {
       result.val = ArgInfo{{}, Kind::string, std::move(f.cur.text), f.cur.dynamic, false, f.cur.decoded};
       if (!result.val.text.empty()) {
@@ -186,10 +190,19 @@ bool Analyzer::any_decoded(const std::vector<ArgInfo>& args) {
 ArgInfo Analyzer::container(std::vector<ArgInfo>& items) {
   ArgInfo c;
   c.kind = Kind::container;
+  bool first = true;
   for (auto& a : items) {
-    if (!c.text.empty()) append_capped(c.text, "\x1f", kMaxText);
+    // A separator between every two items, empty ones too: "-".join(["", "b"]) is "-b", and
+    // ("", port) must not read as (port).
+    if (!first) append_capped(c.text, "\x1f", kMaxText);
+    first = false;
     if (a.kind == Kind::string) append_capped(c.text, a.text, kMaxText);
-    if (a.kind != Kind::string && a.kind != Kind::literal) c.dynamic = true;
+    // A non-constant item reads "{}", as in paths: ("", port) is the empty host, (host, port)
+    // is not.
+    if (a.kind != Kind::string && a.kind != Kind::literal) {
+      c.dynamic = true;
+      append_capped(c.text, "{}", kMaxText);
+    }
     c.dynamic |= a.dynamic;
     c.decoded |= a.decoded;
   }
@@ -224,6 +237,14 @@ ArgInfo Analyzer::close_call(Frame& f) {
       return ArgInfo{{}, Kind::call, qual + "()", true, false, decoded_args};
     }
     // Joins with short separators only: a long one would multiply text without source.
+    // "".join(reversed(s)): a string put together backwards, as s[::-1] is.
+    if (f.method == "join" && !args.empty() && args[0].kind == Kind::call && args[0].text == "reversed()") {
+      sink_.on_detector(Detector::reversed_string, f.line, "join(reversed())");
+      r.folded = true;
+      r.dynamic = true;
+      r.decoded |= decoded_args;
+      return r;
+    }
     if (f.method == "join" && r.text.size() <= 16 && !args.empty() && args[0].kind == Kind::container) {
       std::string joined;
       for (char c : args[0].text) {
@@ -258,6 +279,9 @@ ArgInfo Analyzer::close_call(Frame& f) {
       }
   }
   report_call(qual, args, f.line);
+  if (qual.starts_with("local:")) {
+    if (auto it = returns_.find(qual + "()"); it != returns_.end()) return it->second;
+  }
 
   if (is_path_builder(qual)) {
     // A piece that is not a constant reads "{}", so that anchored path patterns cannot match
@@ -284,6 +308,10 @@ ArgInfo Analyzer::close_call(Frame& f) {
   append_capped(r.text, "()", kMaxQual);
   const ArgInfo* a0 = args.empty() ? nullptr : &args[0];
   const bool const0 = a0 && a0->kind == Kind::string && !a0->dynamic;
+  // bytes([112, 114, ...]): text spelled as character codes, hidden as chr() codes are.
+  if ((qual == "bytes" || qual == "bytearray") && a0 && a0->kind == Kind::container && !a0->dynamic &&
+      a0->text.find_first_not_of('\x1f') == std::string::npos && !a0->text.empty())
+    r.decoded = true;
 
   if (qual == "__import__" || qual == "importlib.import_module" || qual == "importlib.__import__") {
     if (const0) {
@@ -380,6 +408,103 @@ ArgInfo Analyzer::close_subscript(Frame& f) {
   std::span<const ArgInfo> args(&key, key.kind == Kind::none ? 0 : 1);
   sink_.on_call(CallEvent{sq, f.line, args, false, true, depth_ > 0});
   return ArgInfo{{}, Kind::name, std::move(sq), true, false, base.decoded};
+}
+
+// Python 2 statements, `exec code` and `print x`: a statement that starts with the bare name and
+// goes on with a name or a string, which Python 3 rejects. The file cannot run as Python 3
+// (the python2 detector), and `exec code` is still read as the call it was.
+void Analyzer::python2_statement(uint32_t line, bool before_name) {
+  if (!prim_.active || frames_.back().kind != FrameKind::statement || frames_.back().cur.kind != Kind::none ||
+      frames_.size() != 1 || !frames_.back().args.empty())
+    return;
+  if (prim_.raw_name != "exec" && prim_.raw_name != "print") return;
+  if (prim_.line != line) return;  // the name ended its own line: a bare expression statement
+  (void)before_name;
+  // Only the file itself: docstrings read as code hold prose and doctest lines.
+  if (depth_ == 0) sink_.on_detector(Detector::python2, line, prim_.raw_name + " statement");
+  if (prim_.raw_name == "exec") push_call(line);
+}
+
+void Analyzer::on_assign(Frame& top) {
+  // flush() ran: a bare NAME just before '=' is now the whole current argument.
+  if (top.kind == FrameKind::call || top.kind == FrameKind::statement) {
+    if (!last_flushed_raw_.empty() && top.cur.kind != Kind::none && last_flushed_single_) {
+      if (top.kind == FrameKind::call) {
+        top.cur = ArgInfo{};
+        top.cur.keyword = last_flushed_raw_;
+      } else {
+        if (targets_.empty() && !unpack_names_.empty() && unpack_names_.size() == top.args.size()) {
+          unpack_ = unpack_names_;
+          unpack_.push_back(last_flushed_raw_);
+          top.args.clear();
+        }
+        if (targets_.size() < 4) targets_.push_back(last_flushed_raw_);
+        top.cur = ArgInfo{};
+      }
+      top.after_plus = false;
+      return;
+    }
+    top.cur = ArgInfo{};
+    top.args.clear();
+    return;
+  }
+  top.cur.dynamic = true;
+}
+
+void Analyzer::bind(const std::string& name, const ArgInfo& value) {
+  if (symbols_.size() >= kMaxSymbols && !symbols_.count(name)) return;
+  ArgInfo v = value;
+  v.keyword.clear();
+  if (is_name_kind(v.kind)) v.text = detail::canonical(v.text);
+  // Every use of a name copies its value: keep long constants short, and read them as
+  // code once here in case they are exec'd later.
+  if (v.kind == Kind::string && v.text.size() > kMaxSymbolText) {
+    if (!v.dynamic && looks_like_text(v.text)) enqueue(v.text, stmt_line_, depth_ + 1);
+    v.text.resize(kMaxSymbolText);
+    v.dynamic = true;
+  }
+  symbols_[name] = std::move(v);
+}
+
+void Analyzer::on_header_colon() {
+  bool body;
+  if (header_ == Header::while_) {
+    body = while_sig_ == "True" || while_sig_ == "1" || while_sig_ == "notFalse" || while_sig_ == "not0" ||
+           while_sig_ == "notNone";
+  } else if (header_ == Header::for_) {
+    body = header_unbounded_;
+  } else {
+    body = false;
+  }
+  header_unbounded_ = body;
+  Block b;
+  if (header_ == Header::while_ || header_ == Header::for_) b.kind = BlockKind::loop;
+  else if (header_ == Header::def_ && !def_name_.empty()) b.kind = BlockKind::function;
+  b.header_unbounded = body;
+  b.name = def_name_;
+  header_block_ = std::move(b);
+}
+
+// Token-level facts that need no frame: environment unpacking and Python 2 except clauses.
+void Analyzer::token_hooks(const Token& t, uint32_t line) {
+  // `{**os.environ}` / `dict(**os.environ)`: the whole environment is copied, as by .copy().
+  if (unpack_env_ && t.kind != TokKind::name && !(t.kind == TokKind::op && t.text == ".")) {
+    unpack_env_ = false;
+    if (prim_.active && is_name_kind(prim_.val.kind)) {
+      const std::string q = detail::canonical(prim_.val.text);
+      if (q == "os.environ" || q == "os.environb") {
+        report_call(q + ".copy", {}, line);
+        // The dict literal is then a copy of the environment wherever it goes.
+        if (frames_.back().kind == FrameKind::brace) frames_.back().method = "os.environ.copy()";
+      }
+    }
+  }
+  if (t.kind == TokKind::op && t.text == "**") unpack_env_ = true;
+  // `except E, e:` is Python 2 only (Python 3 needs brackets around several exceptions).
+  if (except_stmt_ && depth_ == 0 && t.kind == TokKind::op && t.text == "," && frames_.size() == 1 && !header_colon_) {
+    except_stmt_ = false;
+    sink_.on_detector(Detector::python2, line, "except E, e");
+  }
 }
 
 }  // namespace sandboxrun::assess::detail

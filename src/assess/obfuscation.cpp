@@ -62,6 +62,8 @@ const char* to_string(Detector d) noexcept {
     case Detector::reversed_string: return "reversed_string";
     case Detector::truncated: return "truncated";
     case Detector::not_python: return "not_python";
+    case Detector::python2: return "python2";
+    case Detector::xor_decode: return "xor_decode";
     case Detector::count_: break;
   }
   return "?";

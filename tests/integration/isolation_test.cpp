@@ -146,7 +146,7 @@ except OSError as e:
 res['pid1_cmdline'] = open('/proc/1/cmdline', 'rb').read().replace(b'\0', b'').decode('latin1')
 print(json.dumps(res))
 )",
-                 {}, {"SANDBOXRUN_TEST_SECRET=hunter2-token"});
+                 {"--override", "probes what the sandbox leaks"}, {"SANDBOXRUN_TEST_SECRET=hunter2-token"});
   EXPECT_FALSE(j["env"].contains("SANDBOXRUN_TEST_SECRET"));
   EXPECT_EQ(j["env"].value("HOME", ""), "/tmp");
   EXPECT_EQ(j["pid1_environ"].get<std::string>().find("hunter2"), std::string::npos);

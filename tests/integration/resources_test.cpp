@@ -20,7 +20,9 @@ TEST(Resources, SaysWhichCgroupBackendItTested) {
 }
 
 TEST(Resources, MemoryBombEndsWithOomAndTheLauncherSurvives) {
-  auto r = run_python("chunks = []\nwhile True:\n    chunks.append(bytearray(8 << 20))\n", {"--memory", "64m"});
+  // A memory bomb is BLOCKED by the assessor; the override runs it to test the limit.
+  auto r = run_python("chunks = []\nwhile True:\n    chunks.append(bytearray(8 << 20))\n",
+                      {"--memory", "64m", "--override", "tests the memory limit"});
   EXPECT_EQ(r.result["status"], "oom") << r.exec.out << r.exec.err;
   EXPECT_EQ(r.exec.exit_code, 137);
   EXPECT_GE(r.result["resources"]["oom_kills"].get<int>(), 1);
