@@ -16,7 +16,7 @@ install(TARGETS sandboxrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # One static archive of every module: a service links one library (plus the system libraries
 # pkg-config / the CMake package name) instead of ten.
-set(_sr_modules core cli common config seccomp cgroup audit assess image net launch)
+set(_sr_modules core cli common deps config seccomp cgroup audit assess image net launch)
 set(_sr_mri "create libsandboxrun.a\n")
 foreach(m IN LISTS _sr_modules)
   if(NOT m STREQUAL "cli")
@@ -30,7 +30,7 @@ add_custom_command(
   COMMAND ${CMAKE_COMMAND} -E rm -f libsandboxrun.a
   COMMAND sh -c "${CMAKE_AR} -M < libsandboxrun.mri"
   DEPENDS sandboxrun_core sandboxrun_common sandboxrun_config sandboxrun_seccomp sandboxrun_cgroup
-          sandboxrun_audit sandboxrun_assess sandboxrun_image sandboxrun_net sandboxrun_launch
+          sandboxrun_audit sandboxrun_assess sandboxrun_image sandboxrun_net sandboxrun_launch sandboxrun_deps
           ${CMAKE_BINARY_DIR}/libsandboxrun.mri
   WORKING_DIRECTORY ${CMAKE_BINARY_DIR}
   COMMENT "Combining the modules into libsandboxrun.a"

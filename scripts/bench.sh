@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks: prints sandboxrun's figures side by side with its peers (bare python3, bwrap, crun,
 # umoci, bandit). Run as root after scripts/setup.sh. Figures on a loaded machine are noisy: run
-# it on a quiet one. Sections: startup, cgroup, parallel, assess, audit, image, network.
+# it on a quiet one. Sections: startup, cgroup, parallel, assess, audit, image, network, deps.
 #   scripts/bench.sh [section ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ bin=$root/build
 sandboxrun=$bin/sandboxrun
 rootfs=$root/rootfs/default
 sections=("$@")
-[ ${#sections[@]} -gt 0 ] || sections=(startup cgroup parallel assess audit image network)
+[ ${#sections[@]} -gt 0 ] || sections=(startup cgroup parallel assess audit image network deps)
 work=$(mktemp -d /tmp/sandboxrun-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # The assessor needs only the binary; every other section runs sandboxes in the rootfs.
@@ -182,6 +182,58 @@ image() {
 network() {
   echo "== egress proxy throughput (100 MB on loopback)"
   "$bin/src/net/net_bench" 100 5 | sed 's/^/  /'
+}
+
+# A run with a 3-package requirement set from a loopback index (wheels built here): the first
+# run installs (cache miss: phase 1 sandbox + pip + publish), later runs bind the cached set.
+deps() {
+  echo "== dependencies: 3 wheels from a loopback index (miss: median of 5; others: median of 20)"
+  local idx=$work/idx cfg=$work/deps-cfg port
+  mkdir -p "$idx/files" "$cfg"
+  python3 - "$idx" <<'PY'
+import hashlib, os, sys, zipfile
+idx = sys.argv[1]
+for n in ("alpha_b", "beta_b", "gamma_b"):
+    whl = f"{n}-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(f"{idx}/files/{whl}", "w") as z:
+        z.writestr(f"{n}/__init__.py", f"NAME = '{n}'\n")
+        z.writestr(f"{n}-1.0.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {n}\nVersion: 1.0\n")
+        z.writestr(f"{n}-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{n}-1.0.dist-info/RECORD", "")
+    h = hashlib.sha256(open(f"{idx}/files/{whl}", "rb").read()).hexdigest()
+    os.makedirs(f"{idx}/simple/{n.replace('_', '-')}", exist_ok=True)
+    open(f"{idx}/simple/{n.replace('_', '-')}/index.html", "w").write(f'<a href="/files/{whl}#sha256={h}">{whl}</a>')
+PY
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 -m http.server "$port" --bind 127.0.0.1 --directory "$idx" >/dev/null 2>&1 &
+  local server=$!
+  cp config/sandbox.yaml config/security.yaml config/audit.yaml "$cfg/"
+  sed -i '/^extra_hosts:/d' "$cfg/sandbox.yaml"
+  printf 'extra_hosts: {pkgs.bench: 127.0.0.1}\nallow_networks: [127.0.0.0/8]\npackage_index: {url: "http://pkgs.bench:%s/simple", hosts: []}\n' "$port" >>"$cfg/sandbox.yaml"
+  printf 'alpha-b==1.0\nbeta-b==1.0\ngamma-b==1.0\n' >"$work/requirements.txt"
+  # The same program for all three: without requirements the imports fail and are skipped.
+  printf 'try:\n    import alpha_b, beta_b, gamma_b\nexcept ImportError:\n    pass\n' >"$work/deps.py"
+  sleep 0.3
+  local miss hit none
+  export SANDBOXRUN_CACHE_DIR=$work/deps-cache
+  miss_run() { rm -rf "$SANDBOXRUN_CACHE_DIR/deps"; "$sandboxrun" --config "$cfg" --audit-log "$work/deps-audit.log" --requirements "$work/requirements.txt" "$work/deps.py"; }
+  miss=$(median_ms 5 miss_run)
+  "$sandboxrun" --config "$cfg" --audit-log "$work/deps-audit.log" --requirements "$work/requirements.txt" "$work/deps.py" \
+    || echo "  (the install failed: the figures below are not meaningful)"
+  hit=$(median_ms 20 "$sandboxrun" --config "$cfg" --audit-log "$work/deps-audit.log" --requirements "$work/requirements.txt" "$work/deps.py")
+  none=$(median_ms 20 "$sandboxrun" --config "$cfg" --audit-log "$work/deps-audit.log" "$work/deps.py")
+  # The dependency phase's own time on a hit (cache lookup, manifest check, lock), from --json.
+  local phase
+  phase=$(for _ in $(seq 20); do
+            "$sandboxrun" --json --config "$cfg" --audit-log "$work/deps-audit.log" --requirements "$work/requirements.txt" \
+              "$work/deps.py" | python3 -c 'import json, sys; print(json.load(sys.stdin)["deps"]["duration_ms"])'
+          done | sort -n | awk '{a[NR]=$1} END {printf "%.3f", a[int((NR+1)/2)]}')
+  unset SANDBOXRUN_CACHE_DIR
+  kill "$server"
+  row "no requirements" "$none"
+  row "3 requirements, cache miss (install phase)" "$miss" "overhead $(sub "$miss" "$none") ms"
+  row "3 requirements, cache hit" "$hit" "overhead $(sub "$hit" "$none") ms"
+  row "  of which the dependency phase (in-process)" "$phase"
 }
 
 for s in "${sections[@]}"; do "$s"; done

@@ -1,24 +1,31 @@
 #!/usr/bin/env bash
-# Builds the default sandbox image (Debian bookworm + python3 and pip) as an OCI image layout in
-# STORE/images/default/, then unpacks it into STORE/rootfs/default with `sandboxrun image unpack`,
+# Builds a sandbox image variant as an OCI image layout in STORE/images/NAME/, then unpacks it
+# into STORE/rootfs/NAME with `sandboxrun image unpack`,
 # so the project's own image goes through the same path as images users bring. STORE is the
 # checkout (for a build tree) or, for an installed product, its image store (/var/lib/sandboxrun;
 # `sandboxrun image build-default` runs this script with SANDBOXRUN_IMAGE_STORE set).
 #
+# Variants (NAME, default `default`):
+#   default   Debian bookworm + python3 and pip
+#   science   default + Debian's python3-numpy, -pandas, -matplotlib, -scipy (~1.1 GiB unpacked)
+# `--image NAME` (or `image: NAME` in sandbox.yaml) selects one by name.
+#
 # Only Debian's package repository is contacted. Run as root (mmdebstrap keeps ownership).
 # Re-running is fast: nothing is rebuilt when the layout exists, and nothing is unpacked when
-# rootfs/.default.digest names the layout's manifest. --rebuild forces a fresh image.
+# rootfs/.NAME.digest names the layout's manifest. --rebuild forces a fresh image.
 #
 # Environment: SANDBOXRUN (binary, default build/sandboxrun), SANDBOXRUN_IMAGE_STORE (default: the
 # checkout this script is in), MIRROR, SUITE.
 set -euo pipefail
 
-usage() { echo "usage: $0 [--rebuild]" >&2; exit 2; }
+usage() { echo "usage: $0 [--rebuild] [default|science]" >&2; exit 2; }
 rebuild=0
+name=default
 for arg in "$@"; do
   case "$arg" in
     --rebuild) rebuild=1 ;;
     -h|--help) usage ;;
+    default|science) name=$arg ;;
     *) echo "build-image.sh: unknown argument '$arg'" >&2; usage ;;
   esac
 done
@@ -28,10 +35,17 @@ store=${SANDBOXRUN_IMAGE_STORE:-$PWD}
 suite=${SUITE:-bookworm}
 mirror=${MIRROR:-http://deb.debian.org/debian}
 sandboxrun=${SANDBOXRUN:-build/sandboxrun}
-layout=$store/images/default
-rootfs=$store/rootfs/default
-stamp=$store/rootfs/.default.digest
-packages=python3,python3-pip
+layout=$store/images/$name
+rootfs=$store/rootfs/$name
+stamp=$store/rootfs/.$name.digest
+# What each variant must be able to import once unpacked (a broken image is never stamped).
+check='import json, csv, sqlite3, decimal, ssl, multiprocessing, asyncio'
+case "$name" in
+  default) packages=python3,python3-pip ;;
+  science)
+    packages=python3,python3-pip,python3-numpy,python3-pandas,python3-matplotlib,python3-scipy
+    check="$check; import numpy, pandas, scipy, matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot" ;;
+esac
 # Bumped whenever the recipe changes, so that existing layouts are rebuilt (stored in .packages).
 recipe="$packages mountpoints-1"
 
@@ -60,12 +74,12 @@ add_blob() {
 
 build_layout() {
   local work arch goarch
-  work=$(mktemp -d "$store/images/.default.build.XXXXXX")
+  work=$(mktemp -d "$store/images/.$name.build.XXXXXX")
   # shellcheck disable=SC2064  # expand $work now: the trap must remove this very directory
   trap "rm -rf '$work'" EXIT
   mkdir -p "$work/layout/blobs/sha256"
 
-  echo "build-image.sh: mmdebstrap $suite (python3) ..." >&2
+  echo "build-image.sh: mmdebstrap $suite ($packages) ..." >&2
   # Docs, man pages and translations are not needed to run Python; copyright files stay.
   # /dev is emptied (the launcher builds its own minimal /dev; the directory stays as a
   # mountpoint); /run, /tmp and /proc come from base-files. /work and empty /etc/hosts,
@@ -134,7 +148,7 @@ fi
 rm -f "$stamp"
 rm -rf "$rootfs"
 "$sandboxrun" image unpack "$layout:latest" "$rootfs"
-chroot "$rootfs" /usr/bin/python3 -c 'import json, csv, sqlite3, decimal, ssl, multiprocessing, asyncio' \
-  || die "python3 in $rootfs cannot import its standard library"
+chroot "$rootfs" /usr/bin/python3 -c "$check" \
+  || die "python3 in $rootfs cannot import what the $name image promises ($check)"
 echo "$digest" >"$stamp"
 echo "build-image.sh: unpacked $digest into $rootfs" >&2

@@ -31,6 +31,15 @@ struct LevelSettings {
   std::optional<std::map<std::string, std::string>> extra_hosts;
   std::optional<std::vector<std::string>> allow_networks;
   std::optional<std::map<std::string, std::string>> environment;
+  // pip requirement lines installed in a separate phase (see deps.hpp); checked at load.
+  std::optional<std::vector<std::string>> requirements;
+};
+
+// Where the dependency phase installs from. The url's own host is always on phase 1's
+// allowlist; `hosts` adds the hosts the index links to (PyPI serves files from another name).
+struct PackageIndex {
+  std::string url = "https://pypi.org/simple";
+  std::vector<std::string> hosts{"files.pythonhosted.org"};
 };
 
 struct SandboxConfig {
@@ -50,7 +59,14 @@ struct SandboxConfig {
   // --input: what may be copied into /work, read on the host before anything starts.
   uint64_t input_limit = 64ull << 20;  // bytes, all inputs together
   uint64_t input_files_limit = 1000;
+  PackageIndex package_index;
+  std::optional<std::filesystem::path> cache_dir;  // the dependency cache; $SANDBOXRUN_CACHE_DIR/deps wins
+  uint64_t cache_max_size = 4ull << 30;            // dependency cache cap (LRU eviction)
 };
+
+// The host part of an http(s) URL ("pypi.org" of https://pypi.org:443/simple), lower-cased;
+// empty when `url` is not http(s)://HOST[:PORT][/PATH] without credentials.
+std::string url_host(const std::string& url);
 
 // Where the config is looked for, in order: --config PATH (a file, or a directory holding
 // sandbox.yaml); $SANDBOXRUN_CONFIG; /etc/sandboxrun/sandbox.yaml; the project's config/

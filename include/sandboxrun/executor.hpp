@@ -50,6 +50,10 @@ struct RunRequest {
   RunOverrides limits;              // may only tighten the trust level's limits
   std::optional<std::string> override_reason;  // run a BLOCKED file anyway (audited)
   std::optional<std::string> image; // name | rootfs directory | OCI layout[:tag]; unset: sandbox.yaml's
+  // pip requirements text, installed in a separate cached phase together with the trust level's
+  // `requirements:`; origin names it in errors ("FILE:LINE: ...").
+  std::string requirements;
+  std::string requirements_origin = "requirements";
   // true: stdout/stderr are captured (bounded by output_limit) into the result; false: streamed
   // to stdout_fd / stderr_fd as they come.
   bool capture = true;
@@ -96,6 +100,7 @@ struct RunResult {
   std::string image_digest;
   RunOutcome outcome;                       // output, usage, timings, degradations
   nlohmann::json network;                   // allowlist mode: the proxy's counters and records
+  nlohmann::json deps;                      // with requirements: the dependency phase (null without)
   std::optional<uint64_t> audit_seq;        // seq of the run's last audit record
   std::chrono::microseconds prepare{0};     // request -> launch: assessment, audit, spec
   // Things the caller should know that did not stop the run (the trust level was lowered,

@@ -58,6 +58,14 @@ struct NetworkSettings {
   uint32_t idle_timeout_s = 60;
 };
 
+// A host directory bound at /run/NAME inside the sandbox (installed dependencies, phase 1's
+// output directory). /run is the sandbox's own tmpfs, so the mount point never touches the image.
+struct RunBind {
+  std::filesystem::path source;  // an existing host directory
+  std::string name;              // one path component, not "sandbox" or "sandboxrun"
+  bool writable = false;
+};
+
 // Landlock, the second wall behind the mount namespace (see src/launch/landlock.cpp).
 enum class LandlockMode { required, best_effort, off };
 const char* to_string(LandlockMode m);
@@ -88,6 +96,8 @@ struct SandboxSpec {
   std::map<std::string, std::string> env;  // the complete environment of the payload
   std::string python = "/usr/bin/python3";
   std::string workdir = "/work";   // a tmpfs holding the script and the inputs
+  std::vector<RunBind> run_binds;
+  std::vector<std::string> requirements;  // pip requirement lines from the config (deps.hpp)
 
   bool monitoring = true;
   std::chrono::milliseconds monitor_interval{100};

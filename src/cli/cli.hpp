@@ -13,6 +13,7 @@ int run_command(const std::vector<std::string>& args, char* wipe_begin, char* wi
 int doctor_command(const std::vector<std::string>& args);
 // `sandboxrun image build-default [--rebuild]` (args exclude "image build-default").
 int image_build_default(const std::vector<std::string>& args);
+int deps_command(const std::vector<std::string>& args);
 
 // Parses a subcommand's arguments (in order). Returns the exit status when the command must
 // stop here: 0 after --help, exit_code::usage (2) after a usage error, which CLI11 has printed.

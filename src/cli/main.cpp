@@ -23,6 +23,7 @@ void usage() {
        sandboxrun assess [--json] FILE.py
        sandboxrun audit verify|show|tail|repair [--log PATH]
        sandboxrun image unpack|ls|rm|build-default ...
+       sandboxrun deps ls|rm|gc [--config PATH]
        sandboxrun doctor
 
 Run `sandboxrun run --help` for the run options.
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
     const std::string& cmd = args[0];
     std::vector<std::string> rest(args.begin() + 1, args.end());
     if (cmd == "doctor") return sandboxrun::cli::doctor_command(rest);
+    if (cmd == "deps") return sandboxrun::cli::deps_command(rest);
     if (cmd == "assess") return sandboxrun::assess_command(rest);
     if (cmd == "image" && !rest.empty() && rest[0] == "build-default")
       return sandboxrun::cli::image_build_default({rest.begin() + 1, rest.end()});

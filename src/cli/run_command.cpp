@@ -42,6 +42,7 @@ struct RunOptions {
   std::optional<std::string> caller;
   std::vector<std::string> labels;
   std::optional<std::string> run_id;
+  std::optional<std::string> requirements;
   bool verbose = false;
 };
 
@@ -154,6 +155,8 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   app.add_option("--caller", opt.caller, "who the run is for (audited)");
   app.add_option("--label", opt.labels, "KEY=VALUE recorded with the run (repeatable)");
   app.add_option("--run-id", opt.run_id, "the run's id (A-Z a-z 0-9 . _ -, at most 64; must be new)");
+  app.add_option("--requirements", opt.requirements,
+                 "pip requirements file, installed in a separate, cached phase (index only, binary wheels)");
   app.add_flag("-v,--verbose", opt.verbose, "log what the launcher does");
   if (auto rc = parse_or_exit(app, argv)) return *rc;
   if (opt.verbose) spdlog::set_level(spdlog::level::info);
@@ -198,6 +201,12 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   if (!script) return exit_code::file_missing;
   req.code = std::move(*script);
   req.name = base_name(opt.file);
+  if (opt.requirements) {
+    auto text = read_script(*opt.requirements);  // the same checks: a regular file, bounded
+    if (!text) return exit_code::usage;
+    req.requirements = std::move(*text);
+    req.requirements_origin = *opt.requirements;
+  }
 
   try {
     ExecutorOptions eo;

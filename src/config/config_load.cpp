@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "sandboxrun/config.hpp"
+#include "deps/deps.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "common/install_paths.hpp"
@@ -129,7 +130,13 @@ bool read_level_key(const StrictYaml& r, const std::string& key, const std::stri
   else if (key == "extra_hosts") out.extra_hosts = read_extra_hosts(r, v, path);
   else if (key == "allow_networks") out.allow_networks = r.strings(v, path);
   else if (key == "environment") out.environment = r.string_map(v, path);
-  else return false;
+  else if (key == "requirements") {
+    auto reqs = r.strings(v, path);
+    for (size_t i = 0; i < reqs.size(); ++i)
+      if (auto why = deps::check_requirement(reqs[i]))
+        r.fail(v[i], path + "[" + std::to_string(i) + "]", "a pip requirement such as 'requests==2.31.0'", *why);
+    out.requirements = std::move(reqs);
+  } else return false;
   return true;
 }
 
@@ -190,6 +197,25 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
       if (const auto e = v["enabled"]) cfg.monitoring = r.boolean(e, "monitoring.enabled");
       if (const auto i = v["interval"])
         cfg.monitor_interval_ms = static_cast<uint32_t>(r.integer(i, "monitoring.interval", 10, 60000));
+    } else if (key == "package_index") {
+      r.check_keys(v, key, {"url", "hosts"});
+      if (const auto u = v["url"]) {
+        cfg.package_index.url = r.scalar(u, "package_index.url", "an http(s) URL");
+        if (url_host(cfg.package_index.url).empty())
+          r.fail(u, "package_index.url", "an http:// or https:// URL with a host and no credentials, e.g. https://pypi.org/simple");
+      }
+      if (const auto h = v["hosts"]) {
+        cfg.package_index.hosts = r.strings(h, "package_index.hosts");
+        for (size_t i = 0; i < cfg.package_index.hosts.size(); ++i)
+          if (cfg.package_index.hosts[i].empty() || cfg.package_index.hosts[i].find_first_of("/:@ ") != std::string::npos)
+            r.fail(h[i], "package_index.hosts[" + std::to_string(i) + "]", "a host name such as files.pythonhosted.org");
+      }
+    } else if (key == "cache_dir") {
+      const std::string s = r.scalar(v, key, "a directory for the dependency cache");
+      if (s.empty()) r.fail(v, key, "a directory for the dependency cache");
+      cfg.cache_dir = r.resolve(s);
+    } else if (key == "cache_max_size") {
+      cfg.cache_max_size = r.size(v, key, 16ull << 20);
     } else if (key == "trust_levels") {
       if (!v.IsMap()) r.fail(v, key, "a mapping of untrusted/unknown/trusted to settings");
       for (const auto& lv : v) {
@@ -205,7 +231,7 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
           if (!read_level_key(r, sk, path, s.second, ls))
             r.fail(s.first, path, "a per-level setting (cpu_count, mem_limit, pids_limit, timeout, tmp_size, "
                                   "output_limit, work_size, output_files_limit, output_bytes_limit, security_opt, cap_drop, read_only, user, network_mode, "
-                                  "network_allowlist, extra_hosts, allow_networks, environment)",
+                                  "network_allowlist, extra_hosts, allow_networks, environment, requirements)",
                    "an unknown key");
         }
       }
@@ -214,6 +240,20 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
     }
   }
   return cfg;
+}
+
+std::string url_host(const std::string& url) {
+  std::string rest;
+  if (url.rfind("https://", 0) == 0) rest = url.substr(8);
+  else if (url.rfind("http://", 0) == 0) rest = url.substr(7);
+  else return {};
+  std::string authority = rest.substr(0, rest.find_first_of("/?#"));
+  if (authority.find('@') != std::string::npos) return {};
+  std::string host = authority.substr(0, authority.rfind(':') == std::string::npos || authority.back() == ']'
+                                             ? std::string::npos : authority.rfind(':'));
+  if (host.empty() || host.find_first_of(" \t") != std::string::npos) return {};
+  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return host;
 }
 
 SandboxConfig load_sandbox_config(const std::filesystem::path& file) {

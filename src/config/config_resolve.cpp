@@ -73,6 +73,7 @@ SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrid
   s.network.allowlist = pick(lv.network_allowlist, b.network_allowlist, {});
   s.network.extra_hosts = pick(lv.extra_hosts, b.extra_hosts, {});
   s.network.allow_networks = pick(lv.allow_networks, b.allow_networks, {});
+  s.requirements = pick(lv.requirements, b.requirements, {});
   s.cgroup = cfg.cgroup;
   s.landlock = cfg.landlock;
   s.id_ranges = cfg.id_ranges;

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 
+#include "deps_phase.hpp"
 #include "image_resolve.hpp"
 #include "result_json.hpp"
 #include "sandboxrun/audit.hpp"
@@ -404,10 +405,21 @@ RunResult Executor::run(const RunRequest& req) const {
 
   LaunchRequest launch;
   UniqueFd out_dir;
+  core::DepsHold deps_hold;  // keeps the installed set from eviction until the run ends
   try {
     im.prepare_launch(req, r, launch);
     // Checked (and created) before anything starts.
     if (req.output_dir) out_dir = open_output_dir(*req.output_dir);
+    if (!req.requirements.empty() || !launch.spec.requirements.empty()) {
+      const SeccompProgram& untrusted = im.profile(resolve_spec(im.cfg, Trust::untrusted, {}, im.host).seccomp_profile);
+      core::DepsInputs in{im.cfg, im.host, untrusted, r.run_id, r.image_digest, req.requirements,
+                          req.requirements_origin, [&](json ev) {
+                            ev["code"] = code;
+                            im.append("deps", r, std::move(ev));
+                          }};
+      deps_hold = core::provide_deps(in, launch.spec, r.deps);
+      r.spec = launch.spec;
+    }
   } catch (const Error& e) {
     // Nothing started: the run ends here, and the log says why.
     r.status = RunStatus::error;

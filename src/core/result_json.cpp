@@ -121,6 +121,7 @@ json RunResult::to_json() const {
     if (!outputs->error.empty()) j["outputs_error"] = outputs->error;
   }
   if (json d = core::denied_to_json(o.denied, network); !d.is_null()) j["denied"] = d;
+  if (!deps.is_null()) j["deps"] = deps;
   auto ms = [](std::chrono::microseconds us) { return static_cast<double>(us.count()) / 1000.0; };
   j["timings_ms"] = {{"prepare", ms(prepare)},          {"cgroup", ms(o.timings.cgroup)},
                      {"spawn", ms(o.timings.spawn)},    {"run", ms(o.timings.run)},

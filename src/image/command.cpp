@@ -3,12 +3,17 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstdlib>
 
 #include "sandboxrun/error.hpp"
+#include "common/install_paths.hpp"
+#include "common/size.hpp"
 #include "image/image.hpp"
 #include "image/image_oci.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/fd.hpp"
 
 namespace sandboxrun::image {
 
@@ -47,7 +52,52 @@ int do_unpack(const std::string& ref_text, const std::string& dest, bool force) 
   return 0;
 }
 
+// Bytes of regular files under dir, not following symlinks.
+uint64_t tree_bytes(const fs::path& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code e2;
+    if (it->is_regular_file(e2) && !it->is_symlink(e2)) total += it->file_size(e2);
+  }
+  return total;
+}
+
+// The images `--image NAME` finds: STORE/rootfs/NAME (digest from STORE/rootfs/.NAME.digest)
+// and STORE/images/NAME layouts, in the stores run resolves names in.
+void print_named() {
+  std::vector<fs::path> stores;
+  if (const char* s = std::getenv("SANDBOXRUN_IMAGE_STORE"); s && *s) stores.emplace_back(s);
+  stores.push_back(install_paths().state_dir);
+  printf("%-12s  %-19s  %10s  %10s  %s\n", "NAME", "DIGEST", "UNPACKED", "LAYOUT", "STORE");
+  std::error_code ec;
+  for (const auto& store : stores) {
+    std::vector<std::string> names;
+    for (const char* sub : {"rootfs", "images"})
+      for (const auto& de : fs::directory_iterator(store / sub, ec))
+        if (de.is_directory() && de.path().filename().string()[0] != '.') names.push_back(de.path().filename().string());
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    for (const auto& n : names) {
+      std::string digest = "-";
+      try {
+        digest = read_file((store / "rootfs" / ("." + n + ".digest")).string());
+        while (!digest.empty() && std::isspace(static_cast<unsigned char>(digest.back()))) digest.pop_back();
+      } catch (const Error&) {
+      }
+      const bool unpacked = fs::exists(store / "rootfs" / n / "usr", ec);
+      const bool layout = fs::exists(store / "images" / n / "oci-layout", ec);
+      printf("%-12s  %-19s  %10s  %10s  %s\n", n.c_str(), digest.substr(0, 19).c_str(),
+             unpacked ? format_size(tree_bytes(store / "rootfs" / n)).c_str() : "-",
+             layout ? format_size(tree_bytes(store / "images" / n)).c_str() : "-", store.c_str());
+    }
+  }
+  printf("\n");
+}
+
 int do_ls(const fs::path& cache) {
+  print_named();
   const auto images = list_cached_images(cache);
   printf("%-19s  %-20s  %10s  %s\n", "DIGEST", "UNPACKED", "SIZE", "SOURCE");
   for (const auto& img : images)

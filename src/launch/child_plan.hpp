@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "sandboxrun/fd.hpp"
+
 #include "etc_files.hpp"
 #include "landlock.hpp"
 
@@ -44,6 +46,12 @@ struct ChildPlan {
   std::string dev_pts, dev_shm;
   std::string dev_tmpfs_opts, tmp_opts, shm_opts, run_opts;
   const std::string* script = nullptr;       // bytes to copy into script_path
+  // RunBinds: host dir -> <rootfs>/run/NAME. The parent clones each source into a detached mount
+  // (open_tree) with its flags already set, and pid 1 attaches it (move_mount): pid 1's ids in its
+  // user namespace have no search permission on the host directories above the source (the
+  // dependency cache is 0700), and a path opened before the clone is in another mount namespace.
+  std::vector<std::string> bind_target;
+  std::vector<UniqueFd> bind_trees;
   std::string work_dir, work_opts;           // "<rootfs>/work", tmpfs options
   std::vector<std::string> work_subdirs;     // directories of the inputs, parents first
   std::vector<WorkFile> work_files;          // the script and the inputs

@@ -81,6 +81,9 @@ void prepare_landlock(const SandboxSpec& spec, LandlockPlan& p) {
   // /dev/pts holds the ptys (and ptmx); ptys need ioctl (termios) on the device, hence the
   // whole write set there. /work exists only with the job features.
   p.writable_dirs = {"/tmp", "/dev/shm", "/dev/pts", "/work"};
+  // Writable host directories bound under /run (the dependency phase's output).
+  for (const auto& b : spec.run_binds)
+    if (b.writable) p.writable_dirs.push_back("/run/" + b.name);
   p.device_files = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
   // TCP: in allowlist mode the only way out is the egress proxy on 127.0.0.1:3128, so connect is
   // limited to that port. In `none` mode the network namespace holds nothing but loopback, and

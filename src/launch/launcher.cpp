@@ -130,6 +130,21 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
   launch::plan_etc_files(spec, p.rootfs, p.root_remount_flags, p.etc);
   p.run_opts = "size=" + std::to_string(req.script.size() + p.etc.bytes() + (1 << 20)) + ",mode=0755";
   add_work_files(req, p, name);
+  for (const auto& b : spec.run_binds) {
+    if (b.name.empty() || b.name == "sandbox" || b.name == "sandboxrun" || b.name == "." || b.name == ".." || b.name.find('/') != std::string::npos)
+      throw Error("bind name '" + b.name + "' is not one path component under /run", "report this as a bug");
+    const std::string source = std::filesystem::canonical(b.source).string();
+    UniqueFd tree(::open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
+    if (!tree) throw_errno("cannot clone a mount of " + source + " to bind it at /run/" + b.name);
+    // Never suid or devices; noexec and atime stay as on the host (wheels carry shared objects,
+    // so a cache on a noexec filesystem cannot serve them).
+    mount_attr attr{};
+    attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (b.writable ? 0 : MOUNT_ATTR_RDONLY);
+    if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
+      throw_errno("cannot set the flags of the bind of " + source);
+    p.bind_trees.push_back(std::move(tree));
+    p.bind_target.push_back(p.run_dir + "/" + b.name);
+  }
   p.proc_readonly = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
   p.proc_masked_files = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
                          "/proc/latency_stats"};

@@ -85,6 +85,11 @@ bool setup_run(const ChildPlan& plan) {
     return fail(plan, "write script", plan.script_path);
   }
   if (!write_etc_files(plan)) return false;
+  for (size_t i = 0; i < plan.bind_target.size(); ++i) {
+    if (::mkdir(plan.bind_target[i].c_str(), 0755) != 0) return fail(plan, "mkdir", plan.bind_target[i]);
+    if (::move_mount(plan.bind_trees[i].get(), "", AT_FDCWD, plan.bind_target[i].c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+      return fail(plan, "attach bind mount", plan.bind_target[i]);
+  }
   if (::mount(nullptr, plan.run_dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               plan.run_opts.c_str()) != 0)
     return fail(plan, "remount /run read-only", plan.run_dir);

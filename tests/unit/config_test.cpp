@@ -255,3 +255,46 @@ TEST(Config, SearchOrderPrefersTheCliThenTheEnvironment) {
   EXPECT_EQ(find_config(std::nullopt), "/from/env.yaml");
   unsetenv("SANDBOXRUN_CONFIG");
 }
+
+TEST(Config, DependencySettingsParseAndResolvePerLevel) {
+  auto cfg = parse("requirements: [requests==2.31.0]\n"
+                   "package_index: {url: 'http://pkgs.test:8080/simple', hosts: [files.pkgs.test]}\n"
+                   "cache_dir: cache\ncache_max_size: 2g\n"
+                   "trust_levels:\n  trusted:\n    requirements: ['numpy>=1.26 ; python_version>\"3.8\"']\n");
+  EXPECT_EQ(cfg.package_index.url, "http://pkgs.test:8080/simple");
+  EXPECT_EQ(cfg.package_index.hosts, std::vector<std::string>{"files.pkgs.test"});
+  EXPECT_EQ(cfg.cache_dir, std::filesystem::path("/etc/sr/cache"));
+  EXPECT_EQ(cfg.cache_max_size, 2ull << 30);
+  EXPECT_EQ(resolve_spec(cfg, Trust::untrusted, {}, big_host()).requirements,
+            std::vector<std::string>{"requests==2.31.0"});
+  EXPECT_EQ(resolve_spec(cfg, Trust::trusted, {}, big_host()).requirements.size(), 1u);
+  EXPECT_EQ(url_host(cfg.package_index.url), "pkgs.test");
+  EXPECT_EQ(url_host("https://PyPI.org/simple"), "pypi.org");
+  EXPECT_EQ(url_host("https://user:pw@pypi.org/simple"), "");
+  EXPECT_EQ(url_host("ftp://pypi.org/"), "");
+  auto defaults = parse("{}\n");
+  EXPECT_EQ(defaults.package_index.url, "https://pypi.org/simple");
+  EXPECT_EQ(defaults.package_index.hosts, std::vector<std::string>{"files.pythonhosted.org"});
+}
+
+TEST(Config, BadDependencySettingsNameTheKeyAndLine) {
+  struct Case {
+    const char* yaml;
+    const char* must_contain;
+  } cases[] = {
+      {"requirements: ['-r other.txt']\n", "'requirements[0]'"},
+      {"requirements: ['pkg @ https://evil/pkg.whl']\n", "direct URL"},
+      {"trust_levels:\n  trusted:\n    requirements: ['--index-url http://x']\n", "trust_levels.trusted.requirements[0]"},
+      {"package_index: {url: 'pypi.org/simple'}\n", "package_index.url"},
+      {"package_index: {url: 'https://a:b@pypi.org/simple'}\n", "no credentials"},
+      {"package_index: {hosts: ['https://x/']}\n", "package_index.hosts[0]"},
+      {"package_index: {mirror: x}\n", "package_index.mirror"},
+      {"cache_max_size: 1k\n", "cache_max_size"},
+      {"cache_dir: ''\n", "cache_dir"},
+  };
+  for (const auto& c : cases) {
+    std::string err = error_of(c.yaml);
+    EXPECT_NE(err.find("/etc/sr/sandbox.yaml:"), std::string::npos) << c.yaml << " -> " << err;
+    EXPECT_NE(err.find(c.must_contain), std::string::npos) << c.yaml << " -> " << err;
+  }
+}

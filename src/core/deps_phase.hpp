@@ -1,0 +1,50 @@
+// The dependency phase of a run: find the requirement set in the cache, or install it in a
+// separate sandbox whose only network is the package index, then bind it into the run.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sandboxrun/config.hpp"
+#include "deps/deps.hpp"
+#include "sandboxrun/seccomp.hpp"
+#include "sandboxrun/spec.hpp"
+
+namespace sandboxrun::core {
+
+// Phase 1's limits: pip resolving and unpacking a scientific stack needs more than an untrusted
+// program gets, and is still bounded (documented in docs/deps.md).
+inline constexpr double kDepsTimeoutS = 300;
+inline constexpr uint64_t kDepsMemoryBytes = 1ull << 30;
+inline constexpr uint64_t kDepsTmpBytes = 1ull << 30;
+inline constexpr uint64_t kDepsPids = 256;
+
+struct DepsInputs {
+  const SandboxConfig& cfg;
+  const HostResources& host;
+  const SeccompProgram& seccomp;  // the untrusted level's: phase 1 runs downloaded code's installer
+  std::string run_id;
+  std::string image_digest;
+  std::string requirements;        // the request's requirements text (may be empty)
+  std::string requirements_origin; // its file name, for errors
+  std::function<void(nlohmann::json)> audit;  // appends one `deps` event
+};
+
+// Held while phase 2 runs: a shared lock that keeps the entry from being evicted under it.
+struct DepsHold {
+  deps::KeyLock lock;
+};
+
+// With no requirements (config's and request's): does nothing and leaves `record` null.
+// Otherwise binds the installed set read-only at /run/deps in `spec`, puts it on PYTHONPATH and
+// fills `record` (the result's `deps` object); the `deps` audit event is appended either way.
+// Throws Error, with pip's own reason, when the set cannot be installed (nothing is cached).
+DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, nlohmann::json& record);
+
+// The dependency cache: $SANDBOXRUN_CACHE_DIR/deps, else cache_dir: of sandbox.yaml, else the
+// default cache root's deps/ (/var/cache/sandboxrun/deps as root, ~/.cache/sandboxrun/deps).
+std::filesystem::path deps_cache_dir(const SandboxConfig& cfg);
+
+}  // namespace sandboxrun::core
