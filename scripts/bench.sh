@@ -12,7 +12,8 @@ rootfs=$root/rootfs/default
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(startup cgroup parallel assess audit image network deps)
 work=$(mktemp -d /tmp/sandboxrun-bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+chmod 755 "$work"  # the peers run the job file as uid 1000
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 # The assessor needs only the binary; every other section runs sandboxes in the rootfs.
 needs_rootfs=0
 for s in "${sections[@]}"; do [ "$s" = assess ] || needs_rootfs=1; done
@@ -42,17 +43,18 @@ startup() {
   : >"$work/empty.py"
   echo "== startup: python3 running an empty file, $n runs each, medians; ratios to bwrap from the same run"
   local bundle="$work/bundle" have_crun=0 have_docker=0
-  make_crun_bundle "$bundle" /usr/bin/python3 /job/empty.py && have_crun=1
+  make_crun_bundle "$bundle" /usr/bin/python3 /work/empty.py && have_crun=1
   start_docker && have_docker=1
   local -a cmds=(
     -n bare "$rootfs/usr/bin/python3 $work/empty.py"
-    -n bwrap "bwrap ${bwrap_args[*]} --ro-bind $work/empty.py /job/empty.py /usr/bin/python3 /job/empty.py"
+    -n bwrap "bwrap ${bwrap_args[*]} --ro-bind $work /work /usr/bin/python3 /work/empty.py"
     -n sandboxrun "$sandboxrun --trust untrusted --audit-log $audit $work/empty.py"
   )
   ((have_crun)) && cmds+=(-n crun "crun run --bundle $bundle sandboxrun-bench")
   ((have_docker)) && cmds+=(-n docker "docker run --rm --read-only --cap-drop ALL --security-opt no-new-privileges \
---user 1000:1000 --network none --memory 256m --cpus 1 --pids-limit 64 -v $work/empty.py:/job/empty.py:ro \
-sandboxrun-bench:default python3 /job/empty.py")
+--user 1000:1000 --network none --memory 256m --cpus 1 --pids-limit 64 -v $work:/work:ro \
+sandboxrun-bench:default python3 /work/empty.py")
+  printf "%s\n" "${cmds[@]}" >"$work/cmds.txt"
   hyperfine -N --warmup 3 --runs "$n" --export-json "$work/startup.json" "${cmds[@]}" >/dev/null 2>&1 ||
     hyperfine --warmup 3 --runs "$n" --export-json "$work/startup.json" "${cmds[@]}" >/dev/null
   # The service case: one long-lived Executor, the same file (its own median over $n runs).
@@ -76,13 +78,13 @@ PY
   stop_docker
 }
 
-# A crun bundle running ARGS as 1000:1000 on the default rootfs with the job file bound in.
+# A crun bundle running ARGS as 1000:1000 on the default rootfs with the bench directory at /work.
 make_crun_bundle() {
   local bundle=$1; shift
   command -v crun >/dev/null || return 1
   mkdir -p "$bundle"
   (cd "$bundle" && crun spec >/dev/null 2>&1) || return 1
-  python3 - "$bundle/config.json" "$rootfs" "$work/empty.py" "$@" <<'PY'
+  python3 - "$bundle/config.json" "$rootfs" "$work" "$@" <<'PY'
 import json, sys
 p, rootfs, job, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 c = json.load(open(p))
@@ -90,9 +92,15 @@ c["root"] = {"path": rootfs, "readonly": True}
 c["process"]["terminal"] = False
 c["process"]["args"] = args
 c["process"]["user"] = {"uid": 1000, "gid": 1000}
-c["mounts"].append({"destination": "/job/empty.py", "type": "bind", "source": job, "options": ["bind", "ro"]})
+c["mounts"].append({"destination": "/work", "type": "bind", "source": job, "options": ["rbind", "ro"]})
 json.dump(c, open(p, "w"))
 PY
+  # crun refuses some hosts (cgroup v1 hybrid with controllers on v2): say so once and skip it.
+  local why
+  if ! why=$(crun run --bundle "$bundle" sandboxrun-bench-probe 2>&1 >/dev/null); then
+    echo "  (crun: skipped, it does not run on this host: $(tail -n1 <<<"$why"))"
+    return 1
+  fi
 }
 
 # Docker (Debian's docker.io) as the original design's peer: an already running daemon, or one
@@ -123,8 +131,8 @@ cgroup() {
 parallel() {
   echo "== 100 sandboxes running an empty file, 8 at a time (target: sandboxrun <= 1.2x bwrap, 0 failures, nothing left)"
   : >"$work/empty.py"
-  local bundle="$work/bundle-parallel"
-  make_crun_bundle "$bundle" /usr/bin/python3 /job/empty.py
+  local bundle="$work/bundle-parallel" have_crun=0
+  make_crun_bundle "$bundle" /usr/bin/python3 /work/empty.py && have_crun=1
   local t0 t1 fails sr_ms bw_ms
   t0=$(date +%s%N)
   fails=$(seq 100 | xargs -P8 -I{} sh -c '"$0" --audit-log "$2" "$1" >/dev/null 2>&1 || echo fail' \
@@ -133,15 +141,17 @@ parallel() {
   sr_ms=$(( (t1 - t0) / 1000000 ))
   printf '  %-20s %8.0f ms  failures %s\n' sandboxrun "$sr_ms" "$fails"
   t0=$(date +%s%N)
-  fails=$(seq 100 | xargs -P8 -I{} sh -c 'bwrap "$@" --ro-bind "$0" /job/empty.py /usr/bin/python3 /job/empty.py >/dev/null 2>&1 || echo fail' \
-            "$work/empty.py" "${bwrap_args[@]}" | wc -l)
+  fails=$(seq 100 | xargs -P8 -I{} sh -c 'bwrap "$@" --ro-bind "$0" /work /usr/bin/python3 /work/empty.py >/dev/null 2>&1 || echo fail' \
+            "$work" "${bwrap_args[@]}" | wc -l)
   t1=$(date +%s%N)
   bw_ms=$(( (t1 - t0) / 1000000 ))
   printf '  %-20s %8.0f ms  failures %s\n' bwrap "$bw_ms" "$fails"
-  t0=$(date +%s%N)
-  fails=$(seq 100 | xargs -P8 -I{} sh -c 'crun run --bundle "$0" "bench-$$-{}" >/dev/null 2>&1 || echo fail' "$bundle" | wc -l)
-  t1=$(date +%s%N)
-  printf '  %-20s %8.0f ms  failures %s\n' crun "$(( (t1 - t0) / 1000000 ))" "$fails"
+  if ((have_crun)); then
+    t0=$(date +%s%N)
+    fails=$(seq 100 | xargs -P8 -I{} sh -c 'crun run --bundle "$0" "bench-$$-{}" >/dev/null 2>&1 || echo fail' "$bundle" | wc -l)
+    t1=$(date +%s%N)
+    printf '  %-20s %8.0f ms  failures %s\n' crun "$(( (t1 - t0) / 1000000 ))" "$fails"
+  fi
   echo "  sandboxrun / bwrap: $(ratio "$sr_ms" "$bw_ms")"
   local left_cg left_proc
   left_cg=$(find /sys/fs/cgroup -maxdepth 3 -path '*sandboxrun/*@*' -type d 2>/dev/null | wc -l)

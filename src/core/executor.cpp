@@ -344,9 +344,12 @@ void Executor::Impl::collect_job_outputs(const RunRequest& req, RunResult& r, co
 
 RunResult Executor::run(const RunRequest& req) const {
   const Impl& im = *impl_;
-  // From here to the sandbox's placement is assessment and audit work: long enough to hide the
-  // cgroup v1 migration's grace period behind it.
-  MigrationWarmup warmup;
+  // From here to the sandbox's placement is assessment and audit work, during which a warm-up
+  // hides the cgroup v1 migration's grace period; a caller that started one earlier (the command,
+  // at process start) covers more of it.
+  std::optional<MigrationWarmup> own_warmup;
+  if (!req.cgroup_warmup) own_warmup.emplace();
+  MigrationWarmup& warmup = req.cgroup_warmup ? *req.cgroup_warmup : *own_warmup;
   const auto entered = std::chrono::steady_clock::now();
   RunResult r;
   r.decision.requested = req.trust.value_or(im.cfg.default_trust);
