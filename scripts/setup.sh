@@ -12,7 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev libarchive-dev
   libzstd-dev zlib1g-dev liblzma-dev libbz2-dev nettle-dev libxml2-dev
   mmdebstrap zstd gzip iproute2 python3 python3-pytest clang libclang-rt-14-dev
-  bubblewrap crun umoci bandit golang-github-containers-common
+  bubblewrap crun umoci bandit golang-github-containers-common hyperfine
 )
 
 if [ "$(id -u)" -ne 0 ]; then
