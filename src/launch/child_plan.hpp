@@ -17,6 +17,11 @@
 
 namespace sandboxrun::launch {
 
+// Where pid 1 attaches a root launcher's clone of the image: below a private tmpfs on /tmp (any
+// process can search /tmp; the tmpfs and the host's /tmp go with the old root at pivot_root).
+inline constexpr const char* kAttachedRootBase = "/tmp";
+inline constexpr const char* kAttachedRoot = "/tmp/sandboxrun-root";
+
 // Sent by the child over the error pipe when a setup step fails.
 struct ChildError {
   char stage[48];
@@ -40,6 +45,10 @@ constexpr char kWorkDirTag = 'W';
 struct ChildPlan {
   // Host-side paths (before pivot_root).
   std::string rootfs;
+  // As root: a detached, non-recursive clone of the image (open_tree), attached by pid 1 at
+  // `rootfs` below a private tmpfs on /tmp. pid 1 runs as an id slot's host uid, which cannot
+  // search the host path of the image (a checkout in /root is 0700); the launcher can.
+  UniqueFd root_tree;
   std::string proc_dir, dev_dir, tmp_dir, run_dir, sandbox_dir, script_path;
   std::vector<std::string> dev_node_host;    // "/dev/null", ...
   std::vector<std::string> dev_node_target;  // "<rootfs>/dev/null", ...
@@ -71,7 +80,9 @@ struct ChildPlan {
   bool proxy_socket = false;
   unsigned long root_remount_flags = 0;  // MS_* flags for the read-only remount of the root
   LandlockPlan landlock;
-  std::string test_bind_source, test_bind_target;  // SandboxSpec::test_extra_writable_bind
+  // SandboxSpec::test_extra_writable_bind: a writable clone of a host directory for /mnt.
+  UniqueFd test_bind_tree;
+  std::string test_bind_target;
 
   // fds (already open in the parent; inherited by the fork-like clone).
   int sync_read = -1;    // parent writes one byte once ids and cgroup are in place

@@ -68,25 +68,26 @@ size_t EtcPlan::bytes() const {
   return n;
 }
 
-void plan_etc_files(const SandboxSpec& spec, const std::string& rootfs, unsigned long root_remount_flags,
-                    EtcPlan& out) {
+void plan_etc_files(const SandboxSpec& spec, const std::string& host_rootfs, const std::string& rootfs,
+                    unsigned long root_remount_flags, EtcPlan& out) {
   out.dir = rootfs + "/run/sandboxrun";
   out.image_etc = rootfs + "/etc";
+  const std::string host_etc = host_rootfs + "/etc";
   struct stat st {};
-  if (::lstat(out.image_etc.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw Error("image rootfs " + rootfs + " has no directory /etc (or it is a symlink)",
+  if (::lstat(host_etc.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error("image rootfs " + host_rootfs + " has no directory /etc (or it is a symlink)",
                 "the sandbox's /etc/hosts, /etc/hostname and /etc/resolv.conf are mounted there; "
                 "use an image with an /etc directory");
   out.file_content = {hosts_file(spec), spec.hostname + "\n", resolv_conf(spec)};
   for (const char* name : managed) {
     out.file_path.push_back(out.dir + "/" + name);
     out.target.push_back(out.image_etc + "/" + name);
-    if (!is_regular(out.target.back())) out.shadow = true;
+    if (!is_regular(host_etc + "/" + name)) out.shadow = true;
   }
   if (!out.shadow) return;
   out.image_etc_copy = out.dir + "/image-etc";
   out.image_remount_flags = root_remount_flags;
-  for (const auto& e : std::filesystem::directory_iterator(out.image_etc)) {
+  for (const auto& e : std::filesystem::directory_iterator(host_etc)) {
     const std::string name = e.path().filename().string();
     if (name == "hosts" || name == "hostname" || name == "resolv.conf") continue;
     out.link_path.push_back(out.image_etc + "/" + name);

@@ -36,7 +36,9 @@ struct EtcPlan {
 // then every extra_hosts entry; /etc/hostname; /etc/resolv.conf with no nameserver (network_mode
 // none: there is no DNS; allowlist: the egress proxy resolves names). Throws Error when the
 // image has no real /etc directory.
-void plan_etc_files(const SandboxSpec& spec, const std::string& rootfs, unsigned long root_remount_flags,
+// `host_rootfs` is the image as the launcher sees it (inspected here); `rootfs` where pid 1 sees it.
+void plan_etc_files(const SandboxSpec& spec, const std::string& host_rootfs, const std::string& rootfs,
+                    unsigned long root_remount_flags,
                     EtcPlan& out);
 
 // Child side, allocation-free. write_etc_files runs while /run is still writable;

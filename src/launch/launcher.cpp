@@ -108,7 +108,14 @@ void add_work_files(const LaunchRequest& req, ChildPlan& p, const std::string& s
 
 void build_plan(const LaunchRequest& req, ChildPlan& p) {
   const auto& spec = req.spec;
-  p.rootfs = std::filesystem::canonical(spec.rootfs).string();
+  const std::string host_rootfs = std::filesystem::canonical(spec.rootfs).string();
+  p.rootfs = host_rootfs;
+  if (::geteuid() == 0) {
+    // pid 1 lives in an id slot's user namespace and may not be able to reach host_rootfs.
+    p.root_tree.reset(::open_tree(AT_FDCWD, host_rootfs.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
+    if (!p.root_tree) throw_errno("cannot clone a mount of the image " + host_rootfs);
+    p.rootfs = launch::kAttachedRoot;
+  }
   p.proc_dir = p.rootfs + "/proc";
   p.dev_dir = p.rootfs + "/dev";
   p.tmp_dir = p.rootfs + "/tmp";
@@ -126,8 +133,8 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
   p.dev_tmpfs_opts = "size=64k,nr_inodes=64,mode=0755";
   p.tmp_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
   p.shm_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
-  p.root_remount_flags = root_flags(p.rootfs);
-  launch::plan_etc_files(spec, p.rootfs, p.root_remount_flags, p.etc);
+  p.root_remount_flags = root_flags(host_rootfs);
+  launch::plan_etc_files(spec, host_rootfs, p.rootfs, p.root_remount_flags, p.etc);
   p.run_opts = "size=" + std::to_string(req.script.size() + p.etc.bytes() + (1 << 20)) + ",mode=0755";
   add_work_files(req, p, name);
   for (const auto& b : spec.run_binds) {
@@ -157,7 +164,9 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
   p.seccomp = req.seccomp->fprog();
   launch::prepare_landlock(spec, p.landlock);
   if (!spec.test_extra_writable_bind.empty()) {
-    p.test_bind_source = spec.test_extra_writable_bind;
+    p.test_bind_tree.reset(::open_tree(AT_FDCWD, spec.test_extra_writable_bind.c_str(),
+                                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
+    if (!p.test_bind_tree) throw_errno("cannot clone a mount of " + spec.test_extra_writable_bind);
     p.test_bind_target = p.rootfs + "/mnt";
   }
 

@@ -125,16 +125,23 @@ bool protect_proc(const ChildPlan& plan) {
 
 bool setup_mounts(const ChildPlan& plan) {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return fail(plan, "make mounts private", "/");
-  if (::mount(plan.rootfs.c_str(), plan.rootfs.c_str(), nullptr, MS_BIND, nullptr) != 0)
+  if (plan.root_tree) {
+    if (::mount("tmpfs", kAttachedRootBase, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=4,mode=0700") != 0)
+      return fail(plan, "mount a tmpfs to attach the image below", kAttachedRootBase);
+    if (::mkdir(kAttachedRoot, 0700) != 0) return fail(plan, "mkdir", kAttachedRoot);
+    if (::move_mount(plan.root_tree.get(), "", AT_FDCWD, kAttachedRoot, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+      return fail(plan, "attach the image", kAttachedRoot);
+  } else if (::mount(plan.rootfs.c_str(), plan.rootfs.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     return fail(plan, "bind rootfs", plan.rootfs);
+  }
   if (::mount("proc", plan.proc_dir.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
     return fail(plan, "mount proc", plan.proc_dir);
   if (!setup_dev(plan)) return false;
   if (!mount_tmpfs(plan, plan.tmp_dir, MS_NOSUID | MS_NODEV, plan.tmp_opts)) return false;
   if (!setup_run(plan)) return false;
-  if (!plan.test_bind_source.empty() &&
-      !bind(plan, plan.test_bind_source, plan.test_bind_target, MS_NOSUID | MS_NODEV))
-    return false;
+  if (plan.test_bind_tree &&
+      ::move_mount(plan.test_bind_tree.get(), "", AT_FDCWD, plan.test_bind_target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    return fail(plan, "attach the test bind", plan.test_bind_target);
   if (!setup_work(plan)) return false;
   if (!mount_etc_files(plan)) return false;
   if (::mount(nullptr, plan.rootfs.c_str(), nullptr, MS_BIND | MS_REMOUNT | plan.root_remount_flags, nullptr) != 0)
