@@ -23,9 +23,6 @@ struct CachedRules {
   std::string note;  // why the cache was bypassed or rebuilt, for callers that report it
 };
 
-// SHA-256 of `data` as lower-case hex (the cache key; exposed for tests).
-std::string rules_digest(std::string_view data);
-
 // $SANDBOXRUN_CACHE_DIR (set but empty: no cache), else $XDG_CACHE_HOME/sandboxrun, else
 // $HOME/.cache/sandboxrun; nullopt when none is set.
 std::optional<std::filesystem::path> default_cache_dir();

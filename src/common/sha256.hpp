@@ -1,4 +1,5 @@
-// SHA-256 of a byte string as lower-case hex (OpenSSL EVP), for digests of configs and code.
+// SHA-256 of an in-memory byte string, for digests of configs, code, caches and manifests.
+// Streaming and keyed hashes (image blobs, the audit chain's HMAC) use OpenSSL directly.
 #pragma once
 
 #include <string>
@@ -6,7 +7,9 @@
 
 namespace sandboxrun {
 
-// Throws Error if OpenSSL fails (it does not for SHA-256 in practice).
+// The 32 raw bytes of the digest.
+std::string sha256_raw(std::string_view data);
+// The digest as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view data);
 
 }  // namespace sandboxrun

@@ -27,13 +27,6 @@ namespace {
 constexpr char kMagic[8] = {'S', 'R', 'B', 'P', 'F', '0', '0', '2'};
 constexpr size_t kDigest = 32;
 
-std::string raw_sha256(std::string_view data) {
-  const std::string hex = sha256_hex(data);
-  std::string raw(kDigest, '\0');
-  for (size_t i = 0; i < kDigest; ++i) raw[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  return raw;
-}
-
 std::string cache_key(const std::string& profile_text, const SeccompContext& ctx) {
   std::string material = "sandboxrun seccomp cache v1\n";
   struct utsname u {};
@@ -42,7 +35,7 @@ std::string cache_key(const std::string& profile_text, const SeccompContext& ctx
   material += "\nlibseccomp " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->micro);
   for (const auto& c : ctx.capabilities) material += "\ncap " + c;
   material += "\nprofile\n" + profile_text;
-  return raw_sha256(material);
+  return sha256_raw(material);
 }
 
 std::string hex(std::string_view raw) {
@@ -78,7 +71,7 @@ std::optional<SeccompProgram> read_entry(int dir_fd, const std::string& name, co
       data.size() != head + (count + notify_count) * sizeof(sock_filter) + kDigest)
     return std::nullopt;
   const std::string_view body(data.data(), data.size() - kDigest);
-  if (raw_sha256(body) != data.substr(body.size())) return std::nullopt;
+  if (sha256_raw(body) != data.substr(body.size())) return std::nullopt;
   SeccompProgram prog;
   prog.instructions.resize(count);
   std::memcpy(prog.instructions.data(), data.data() + head, count * sizeof(sock_filter));
@@ -97,7 +90,7 @@ void write_entry(int dir_fd, const std::string& name, const std::string& key, co
   data.append(reinterpret_cast<const char*>(&notify_count), sizeof notify_count);
   data.append(reinterpret_cast<const char*>(prog.instructions.data()), count * sizeof(sock_filter));
   data.append(reinterpret_cast<const char*>(prog.notify_instructions.data()), notify_count * sizeof(sock_filter));
-  data += raw_sha256(data);
+  data += sha256_raw(data);
   const std::string tmp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(::gettid());
   UniqueFd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return;

@@ -1,0 +1,42 @@
+// The one in-memory SHA-256: FIPS 180-4 vectors, and OpenSSL's answer for every tail length
+// around the one- and two-block padding boundaries and for a long input.
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+#include "common/sha256.hpp"
+
+namespace sandboxrun {
+namespace {
+
+std::string openssl_hex(const std::string& s) {
+  unsigned char raw[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  EXPECT_EQ(EVP_Digest(s.data(), s.size(), raw, &len, EVP_sha256(), nullptr), 1);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += kHex[raw[i] >> 4];
+    out += kHex[raw[i] & 0xf];
+  }
+  return out;
+}
+
+TEST(Sha256, KnownVectors) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha256_raw("abc").size(), 32u);
+  EXPECT_EQ(static_cast<unsigned char>(sha256_raw("abc")[0]), 0xbau);
+}
+
+TEST(Sha256, AgreesWithOpenSsl) {
+  std::string s;
+  for (int n = 0; n < 200; ++n, s += static_cast<char>('a' + n % 26)) EXPECT_EQ(sha256_hex(s), openssl_hex(s)) << n;
+  std::string big(3 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 131 % 251);
+  EXPECT_EQ(sha256_hex(big), openssl_hex(big));
+}
+
+}  // namespace
+}  // namespace sandboxrun
