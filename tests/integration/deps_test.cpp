@@ -53,15 +53,7 @@ std::string sha256_of(const TempDir& dir, const std::string& file) {
 class PackageIndex {
  public:
   explicit PackageIndex(std::map<std::string, std::string> files) : files_(std::move(files)) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    listen(fd_, 64);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = sandboxrun::testing::listen_on_loopback(64, &port_);
     thread_ = std::thread([this] { serve(); });
   }
   ~PackageIndex() {
@@ -114,7 +106,7 @@ class PackageIndex {
   }
   std::map<std::string, std::string> files_;
   int fd_ = -1;
-  int port_ = 0;
+  uint16_t port_ = 0;
   std::thread thread_;
   std::mutex mu_;
   std::map<std::string, int> hits_;

@@ -1,5 +1,9 @@
 #include "harness.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -17,6 +21,19 @@
 namespace sandboxrun::testing {
 
 std::string source_dir() { return SANDBOXRUN_SOURCE_DIR; }
+
+int listen_on_loopback(int backlog, uint16_t* port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, backlog) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error("cannot listen on 127.0.0.1");
+  *port = ntohs(a.sin_port);
+  return fd;
+}
 
 Exec run_binary(const std::vector<std::string>& args, const std::vector<std::string>& env, int as_uid) {
   return run_program(SANDBOXRUN_BIN, args, env, as_uid);

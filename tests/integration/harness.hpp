@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ Sandboxed run_python(const std::string& script, const std::vector<std::string>& 
                      const std::vector<std::string>& env = {});
 
 std::string source_dir();
+
+// A TCP socket listening on 127.0.0.1 at a free port (stored in *port), for the tests' own servers.
+int listen_on_loopback(int backlog, uint16_t* port);
 
 // The whole file as text (empty when it cannot be read).
 std::string read_text(const std::string& path);

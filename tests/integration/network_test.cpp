@@ -27,16 +27,7 @@ namespace {
 class TinyHttpServer {
  public:
   explicit TinyHttpServer(std::map<std::string, std::string> files = {}) : files_(std::move(files)) {
-
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    listen(fd_, 16);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = sandboxrun::testing::listen_on_loopback(16, &port_);
     thread_ = std::thread([this] { serve(); });
   }
   ~TinyHttpServer() {
@@ -75,7 +66,7 @@ class TinyHttpServer {
   }
   std::map<std::string, std::string> files_;
   int fd_ = -1;
-  int port_ = 0;
+  uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> hits_{0};
   std::thread thread_;
