@@ -279,7 +279,8 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   const gid_t outside_gid = ::getegid();
   auto started = std::chrono::steady_clock::now();
   launch::CloneResult child =
-      launch::clone_sandbox(launch::namespace_flags(), cgroup ? cgroup->clone_into_fd() : -1);
+      launch::clone_sandbox(launch::namespace_flags(), cgroup ? cgroup->clone_into_fd() : -1,
+                            slot ? static_cast<long>(slot->info().host_root) : -1);
   if (child.pid == 0) launch::child_main(plan);  // never returns
   ChildGuard guard(child.pid);
 

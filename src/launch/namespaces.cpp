@@ -3,7 +3,9 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <linux/securebits.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -22,9 +24,54 @@ unsigned long namespace_flags() {
   return CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
 }
 
-CloneResult clone_sandbox(unsigned long flags, int cgroup_fd) {
-  CloneResult r;
-  int pidfd = -1;
+namespace {
+
+// The calling thread's effective uid and gid become `owner` and its effective capabilities stay
+// (SECBIT_NO_SETUID_FIXUP for the switch alone): the clone still needs them, e.g. to write the
+// cgroup's cgroup.procs for CLONE_INTO_CGROUP. Raw syscalls: credentials are per thread, and
+// glibc's wrappers would switch every thread of the launcher. The real and saved uid stay 0,
+// so restore() may always go back; going back to euid 0 refills the effective set from the
+// permitted one.
+class ThreadOwnerIds {
+ public:
+  explicit ThreadOwnerIds(uid_t owner) : euid_(::geteuid()), egid_(::getegid()) {
+    const int bits = ::prctl(PR_GET_SECUREBITS);
+    if (bits < 0 || ::prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP) != 0)
+      throw_errno("keep capabilities across the switch to the id slot's owner (PR_SET_SECUREBITS)");
+    if (::syscall(SYS_setresgid, -1, owner, -1) != 0 || ::syscall(SYS_setresuid, -1, owner, -1) != 0) {
+      const int err = errno;
+      restore();
+      ::prctl(PR_SET_SECUREBITS, bits);
+      throw Error("take the id slot's owner uid " + std::to_string(owner) + " for the clone", "", err);
+    }
+    if (::prctl(PR_SET_SECUREBITS, bits) != 0) {
+      const int err = errno;
+      restore();
+      throw Error("restore the securebits after the switch to the id slot's owner", "", err);
+    }
+  }
+  ~ThreadOwnerIds() {
+    if (armed_) restore();
+  }
+  ThreadOwnerIds(const ThreadOwnerIds&) = delete;
+  ThreadOwnerIds& operator=(const ThreadOwnerIds&) = delete;
+
+  // Back to the launcher's ids; a failure here would leave the launcher running as the slot's
+  // uid, so it is fatal.
+  void restore() {
+    armed_ = false;
+    if (::syscall(SYS_setresuid, -1, euid_, -1) != 0 || ::syscall(SYS_setresgid, -1, egid_, -1) != 0) ::abort();
+  }
+  // In the cloned child: keep the owner's ids (the launcher's are unmapped in its namespace).
+  void disarm() { armed_ = false; }
+
+ private:
+  bool armed_ = true;
+  uid_t euid_;
+  gid_t egid_;
+};
+
+long do_clone(unsigned long flags, int cgroup_fd, int& pidfd) {
   clone_args args{};
   args.flags = flags | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
@@ -38,6 +85,31 @@ CloneResult clone_sandbox(unsigned long flags, int cgroup_fd) {
     // Kernels before 5.3: plain clone, fork-like (no function, child continues here).
     pid = ::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, 0);
     pidfd = -1;
+  }
+  return pid;
+}
+
+}  // namespace
+
+CloneResult clone_sandbox(unsigned long flags, int cgroup_fd, long owner_uid) {
+  CloneResult r;
+  int pidfd = -1;
+  long pid;
+  if (owner_uid >= 0) {
+    ThreadOwnerIds as_owner(static_cast<uid_t>(owner_uid));
+    pid = do_clone(flags, cgroup_fd, pidfd);
+    // The child keeps the owner's effective ids: it becomes the namespace's root at once
+    // (enter_id_slot) and must not run the destructor's switch back to an id it cannot map.
+    if (pid == 0) {
+      as_owner.disarm();
+      r.pid = 0;
+      return r;
+    }
+    const int err = errno;
+    as_owner.restore();
+    errno = err;
+  } else {
+    pid = do_clone(flags, cgroup_fd, pidfd);
   }
   if (pid < 0) {
     int err = errno;

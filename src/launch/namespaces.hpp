@@ -14,8 +14,13 @@ struct CloneResult {
 
 unsigned long namespace_flags();
 // Fork-like clone into new namespaces (and straight into the cgroup when cgroup_fd >= 0).
+// With owner_uid >= 0 (a root launcher's id slot), the calling thread takes that uid and gid as
+// its effective ids for the clone alone, so that the new user namespace belongs to it: the
+// kernel charges per-user counts made inside (ucounts: inotify instances, fanotify groups, user
+// namespaces, RLIMIT_NPROC and RLIMIT_MSGQUEUE) at the host level to the namespace's owner, and
+// an owner per slot keeps sandboxes from sharing one budget with each other and with root.
 // Throws Error with what the host restricts.
-CloneResult clone_sandbox(unsigned long flags, int cgroup_fd);
+CloneResult clone_sandbox(unsigned long flags, int cgroup_fd, long owner_uid = -1);
 // Maps one id each: the sandbox's uid/gid to the caller's (unprivileged launcher).
 void write_id_maps(pid_t pid, uid_t inside_uid, gid_t inside_gid, uid_t outside_uid, gid_t outside_gid);
 

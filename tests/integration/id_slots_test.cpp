@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <linux/nsfs.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "sandboxrun/fd.hpp"
 
 using sandboxrun::testing::read_text;
 using sandboxrun::testing::run_python;
@@ -49,6 +52,13 @@ long host_uid(pid_t pid) {
   return at == std::string::npos ? -1 : std::stol(status.substr(at + 6));
 }
 
+// The host uid owning the user namespace of `pid` (NS_GET_OWNER_UID), or -1.
+long userns_owner(pid_t pid) {
+  sandboxrun::UniqueFd ns(::open(("/proc/" + std::to_string(pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+  uid_t owner = 0;
+  return ns && ::ioctl(ns.get(), NS_GET_OWNER_UID, &owner) == 0 ? static_cast<long>(owner) : -1;
+}
+
 std::string userns(pid_t pid) {
   return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/user").string();
 }
@@ -64,6 +74,7 @@ TEST(IdSlots, ConcurrentSandboxesRunAsDistinctUnownedHostIdsInTheirOwnUserNamesp
   const pid_t a = wait_for_payload("slotA" + tag), b = wait_for_payload("slotB" + tag);
   const long uid_a = a > 0 ? host_uid(a) : -1, uid_b = b > 0 ? host_uid(b) : -1;
   const std::string ns_a = a > 0 ? userns(a) : "", ns_b = b > 0 ? userns(b) : "";
+  const long owner_a = a > 0 ? userns_owner(a) : -1, owner_b = b > 0 ? userns_owner(b) : -1;
   t0.join();
   t1.join();
   ASSERT_GT(a, 0);
@@ -81,7 +92,67 @@ TEST(IdSlots, ConcurrentSandboxesRunAsDistinctUnownedHostIdsInTheirOwnUserNamesp
     EXPECT_EQ(r["id_slot"]["host_uid"], i == 0 ? uid_a : uid_b);
     EXPECT_EQ(r["id_slot"]["host_uid"].get<uint64_t>(),
               kBase + r["id_slot"]["slot"].get<uint64_t>() * kSlotSize + 1);
+    // The namespace belongs to the slot (its first id), not to root: per-user counts made
+    // inside are charged to it at the host level.
+    EXPECT_EQ(r["id_slot"]["host_root_uid"], i == 0 ? owner_a : owner_b) << "the user namespace's owner";
   }
+}
+
+// Inotify instances taken by the host process `pid` (links to anon_inode:inotify in its fd table).
+int inotify_fds(pid_t pid) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code lec;
+    if (std::filesystem::read_symlink(e.path(), lec).string() == "anon_inode:inotify") ++n;
+  }
+  return n;
+}
+
+// Limits the kernel counts per user through the user-namespace hierarchy (ucounts: inotify
+// instances, fanotify groups, user namespaces, RLIMIT_NPROC/MSGQUEUE) are charged at the host
+// level to each namespace's owner. A sandbox that takes every inotify instance it can must
+// leave another sandbox (and host root) its own budget.
+TEST(IdSlots, OneSandboxExhaustingInotifyInstancesLeavesAnotherItsOwn) {
+  if (::geteuid() != 0) GTEST_SKIP() << "id slots are for root launchers";
+  const std::string tag = std::to_string(::getpid());
+  const char* hog =
+      "import ctypes, sys, time\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "fds = []\n"
+      "while len(fds) < 4096:\n"
+      "    fd = libc.inotify_init1(0)\n"
+      "    if fd < 0:\n"
+      "        break\n"
+      "    fds.append(fd)\n"
+      "print(len(fds), ctypes.get_errno())\n"
+      "sys.stdout.flush()\n"
+      "time.sleep(float(sys.argv[2]))\n";
+  const char* one =
+      "import ctypes, os\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "fd = libc.inotify_init1(0)\n"
+      "print('ok' if fd >= 0 else os.strerror(ctypes.get_errno()))\n";
+  sandboxrun::testing::Sandboxed a_run;
+  std::thread t([&] { a_run = run_python(hog, {"--", "inoA" + tag, "6"}); });
+  const pid_t a = wait_for_payload("inoA" + tag);
+  // Wait until the hog has stopped taking instances (its count is stable).
+  int taken = -1;
+  for (int i = 0, stable = 0; a > 0 && i < 200 && stable < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const int now = inotify_fds(a);
+    stable = now == taken && now > 0 ? stable + 1 : 0;
+    taken = now;
+  }
+  auto b_run = run_python(one);
+  t.join();
+  ASSERT_GT(a, 0);
+  ASSERT_EQ(a_run.result.value("status", ""), "exited") << a_run.exec.err;
+  ASSERT_EQ(b_run.result.value("status", ""), "exited") << b_run.exec.err;
+  EXPECT_GT(taken, 0) << a_run.stdout_text();
+  EXPECT_EQ(b_run.stdout_text(), "ok\n")
+      << "sandbox A holds " << taken << " inotify instances (A says: " << a_run.stdout_text()
+      << ") and sandbox B got none: both are charged to the same host owner";
 }
 
 TEST(IdSlots, InsideTheSandboxUserIs1000AndHostRootIsNobody) {
