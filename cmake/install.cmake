@@ -43,8 +43,8 @@ install(FILES
   include/sandboxrun/executor.hpp include/sandboxrun/assess.hpp include/sandboxrun/assess_analyzer.hpp
   include/sandboxrun/audit.hpp include/sandboxrun/cgroup.hpp include/sandboxrun/config.hpp
   include/sandboxrun/error.hpp include/sandboxrun/fd.hpp include/sandboxrun/id_slots.hpp
-  include/sandboxrun/job_io.hpp include/sandboxrun/launch.hpp include/sandboxrun/seccomp.hpp
-  include/sandboxrun/spec.hpp
+  include/sandboxrun/job_io.hpp include/sandboxrun/launch.hpp include/sandboxrun/override_policy.hpp
+  include/sandboxrun/seccomp.hpp include/sandboxrun/spec.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sandboxrun)
 
 # What a static link of the library needs from the system (the shared forms of the libraries).

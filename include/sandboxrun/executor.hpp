@@ -48,7 +48,9 @@ struct RunRequest {
   std::vector<std::string> args;    // sys.argv[1:]
   std::optional<Trust> trust;       // unset: default_trust of sandbox.yaml
   RunOverrides limits;              // may only tighten the trust level's limits
-  std::optional<std::string> override_reason;  // run a BLOCKED file anyway (audited)
+  // Run a refused (BLOCKED) verdict anyway, audited; security.yaml's `override:` policy decides
+  // whether this process may and whether the reason says enough (see override_policy.hpp).
+  std::optional<std::string> override_reason;
   std::optional<std::string> image; // name | rootfs directory | OCI layout[:tag]; unset: sandbox.yaml's
   // pip requirements text, installed in a separate cached phase together with the trust level's
   // `requirements:`; origin names it in errors ("FILE:LINE: ...").
@@ -88,6 +90,9 @@ struct Decision {
   Trust requested = Trust::untrusted;
   std::optional<Trust> used;        // unset: the run was refused (BLOCKED without an override)
   bool overridden = false;          // a refused verdict ran because of override_reason
+  // Set when override_reason was needed but security.yaml's override policy refused it (who
+  // may override, what a reason must say): why, and what is required. The run is refused (126).
+  std::optional<std::string> override_refused;
   bool refused() const noexcept { return !used.has_value(); }
 };
 

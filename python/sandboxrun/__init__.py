@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 __all__ = [
     "Sandbox", "RunResult", "Assessment", "Finding", "FileRecord", "AuditReport",
-    "SandboxError", "SetupError", "BlockedError", "UsageError",
+    "SandboxError", "SetupError", "BlockedError", "OverrideRefusedError", "UsageError",
 ]
 
 # Exit statuses of `sandboxrun run` that belong to sandboxrun, not to the program (README).
@@ -43,6 +43,12 @@ class SetupError(SandboxError):
 
 class BlockedError(SandboxError):
     """The assessor blocked the code (exit 126); ``result.assessment`` says why."""
+
+
+class OverrideRefusedError(BlockedError):
+    """The code was blocked and ``override=`` was refused by the override policy of
+    security.yaml (exit 126): a reason too short or saying nothing, or a caller who may not
+    override. The message says why and what is required; nothing ran."""
 
 
 class UsageError(SandboxError):
@@ -228,6 +234,8 @@ class Sandbox:
         if result is None or result.status in ("error", "blocked"):
             why = (result.error if result and result.error else "") or err or f"exit status {proc.returncode}"
             code = result.exit_code if result else proc.returncode
+            if result is not None and result.raw.get("override_refused"):
+                raise OverrideRefusedError(f"blocked by the assessor and {why}", result)
             if code == EXIT_BLOCKED or (result and result.status == "blocked"):
                 raise BlockedError(f"blocked by the assessor: {why}", result)
             if code == EXIT_USAGE:

@@ -387,6 +387,20 @@ RunResult Executor::run(const RunRequest& req) const {
   if (!input_code.empty()) assessed["input_code"] = input_code;
   im.append("assessment", r, std::move(assessed));
 
+  // An override that the verdict needs must pass the policy, or the run is refused here.
+  if (req.override_reason && !steer_trust(a.level, r.decision.requested, false, im.security))
+    if (auto why = check_override(im.security.override_policy, *req.override_reason, ProcessIdentity::of_this_process(),
+                                  im.security.source.string())) {
+      r.decision.override_refused = *why;
+      r.status = RunStatus::blocked;
+      r.exit_code = exit_code::blocked;
+      r.error = "override refused: " + *why;
+      const std::string_view given = std::string_view(*req.override_reason).substr(0, OverridePolicy::kMaxReasonBytes);
+      r.audit_seq = im.append("override_refused", r,
+                              {{"code", code}, {"reason", given}, {"uid", ::getuid()}, {"why", *why},
+                               {"level", to_string(a.level)}, {"trust_requested", to_string(r.decision.requested)}});
+      return r;
+    }
   r.decision.used = steer_trust(a.level, r.decision.requested, req.override_reason.has_value(), im.security);
   if (r.decision.refused()) {
     r.status = RunStatus::blocked;
