@@ -64,8 +64,11 @@ struct RunRequest {
   // Copied into /work beside the script (load_input() reads them safely); each .py among them
   // is assessed with the script. Their total is capped by input_limit / input_files_limit.
   std::vector<InputFile> inputs;
-  // Streamed to the program's stdin until EOF; -1: its stdin is /dev/null.
+  // The program's stdin, one of: stdin_fd, streamed from this fd until EOF; stdin_data, these
+  // bytes then EOF (written as the program reads; a program that exits without reading them all
+  // is no error). Neither: /dev/null. Both set is a usage error (exit 2).
   int stdin_fd = -1;
+  std::optional<std::string> stdin_data;
   // Files the program created or changed under /work are copied here after it ends (created;
   // must not exist or be empty).
   std::optional<std::filesystem::path> output_dir;
