@@ -53,6 +53,7 @@ TEST(OverrideConfig, NamesAndIdsResolve) {
   const OverridePolicy p = load("override:\n  min_reason_length: 20\n  allowed_uids: [root, 4242]\n"
                                 "  allowed_groups: [nogroup, 77]\n");
   EXPECT_EQ(p.min_reason_length, 20u);
+  ASSERT_TRUE(p.allowed_uids && p.allowed_groups);
   EXPECT_EQ(*p.allowed_uids, (std::vector<uid_t>{0, 4242}));
   EXPECT_EQ(*p.allowed_groups, (std::vector<gid_t>{65534, 77}));
   const OverridePolicy nobody = load("override: {allowed_uids: [], allowed_groups: []}\n");
