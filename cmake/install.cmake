@@ -7,6 +7,7 @@
 #   P/share/sandboxrun/                   policies, assessor rules, build-image.sh (the data dir)
 #   P/etc/sandboxrun/ (/etc/sandboxrun for prefix /usr)      sandbox.yaml, security.yaml, audit.yaml
 #   P/share/man/man1/sandboxrun.1, P/share/doc/sandboxrun/examples/ (systemd units, a service)
+#   P/lib/python3/dist-packages/sandboxrun/   the Python package (import sandboxrun)
 #
 # The binary finds its data from its own location (install_paths.cpp), so any prefix works and
 # the source tree is never needed at run time.
@@ -43,8 +44,8 @@ install(FILES
   include/sandboxrun/executor.hpp include/sandboxrun/assess.hpp include/sandboxrun/assess_analyzer.hpp
   include/sandboxrun/audit.hpp include/sandboxrun/cgroup.hpp include/sandboxrun/config.hpp
   include/sandboxrun/error.hpp include/sandboxrun/fd.hpp include/sandboxrun/id_slots.hpp
-  include/sandboxrun/job_io.hpp include/sandboxrun/launch.hpp include/sandboxrun/seccomp.hpp
-  include/sandboxrun/spec.hpp
+  include/sandboxrun/job_io.hpp include/sandboxrun/launch.hpp include/sandboxrun/override_policy.hpp
+  include/sandboxrun/seccomp.hpp include/sandboxrun/spec.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sandboxrun)
 
 # What a static link of the library needs from the system (the shared forms of the libraries).
@@ -58,6 +59,11 @@ install(FILES policies/default.json policies/untrusted.json policies/assess-rule
         DESTINATION ${CMAKE_INSTALL_DATADIR}/sandboxrun/policies)
 install(PROGRAMS scripts/build-image.sh DESTINATION ${CMAKE_INSTALL_DATADIR}/sandboxrun)
 install(FILES docs/sandboxrun.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+# The Python package, where Debian's python3 looks for prefix /usr (the .deb) whatever the
+# multiarch libdir; for another prefix, PYTHONPATH=P/lib/python3/dist-packages. It finds
+# P/bin/sandboxrun from its own location (python/sandboxrun/__init__.py, _installed_binary).
+install(DIRECTORY python/sandboxrun DESTINATION lib/python3/dist-packages
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 install(FILES examples/systemd/sandboxrun-jobs.slice examples/systemd/example-runner.service
               examples/service/CMakeLists.txt examples/service/service.cpp examples/hello.py
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
@@ -92,5 +98,10 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # Building the default image needs mmdebstrap; python3 is inside the image, not on the host.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "mmdebstrap")
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${CMAKE_SOURCE_DIR}/cmake/debian/conffiles")
+# prerm removes the byte code python3 writes beside the package when root imports it, which
+# dpkg does not know about and would leave behind.
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${CMAKE_SOURCE_DIR}/cmake/debian/conffiles;${CMAKE_SOURCE_DIR}/cmake/debian/prerm")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# The Python package needs python3 on the host; the command does not.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3")
 include(CPack)

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandboxrun/assess_analyzer.hpp"
+#include "sandboxrun/override_policy.hpp"
 #include "sandboxrun/spec.hpp"
 
 namespace sandboxrun {
@@ -68,6 +69,7 @@ struct SecurityConfig {
   std::array<std::optional<Trust>, 4> verdict_trust{Trust::trusted, Trust::unknown, Trust::untrusted,
                                                     std::nullopt};
   Trust override_trust = Trust::untrusted;  // a refused level run with --override
+  OverridePolicy override_policy;           // who may override, and what a reason must say
   uint64_t max_bytes = 32ull << 20;         // larger files: the head is assessed, and flagged
   uint32_t max_findings_per_rule = 10;
   assess::AnalyzerLimits limits;

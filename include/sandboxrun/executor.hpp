@@ -48,7 +48,9 @@ struct RunRequest {
   std::vector<std::string> args;    // sys.argv[1:]
   std::optional<Trust> trust;       // unset: default_trust of sandbox.yaml
   RunOverrides limits;              // may only tighten the trust level's limits
-  std::optional<std::string> override_reason;  // run a BLOCKED file anyway (audited)
+  // Run a refused (BLOCKED) verdict anyway, audited; security.yaml's `override:` policy decides
+  // whether this process may and whether the reason says enough (see override_policy.hpp).
+  std::optional<std::string> override_reason;
   std::optional<std::string> image; // name | rootfs directory | OCI layout[:tag]; unset: sandbox.yaml's
   // pip requirements text, installed in a separate cached phase together with the trust level's
   // `requirements:`; origin names it in errors ("FILE:LINE: ...").
@@ -62,8 +64,11 @@ struct RunRequest {
   // Copied into /work beside the script (load_input() reads them safely); each .py among them
   // is assessed with the script. Their total is capped by input_limit / input_files_limit.
   std::vector<InputFile> inputs;
-  // Streamed to the program's stdin until EOF; -1: its stdin is /dev/null.
+  // The program's stdin, one of: stdin_fd, streamed from this fd until EOF; stdin_data, these
+  // bytes then EOF (written as the program reads; a program that exits without reading them all
+  // is no error). Neither: /dev/null. Both set is a usage error (exit 2).
   int stdin_fd = -1;
+  std::optional<std::string> stdin_data;
   // Files the program created or changed under /work are copied here after it ends (created;
   // must not exist or be empty).
   std::optional<std::filesystem::path> output_dir;
@@ -88,6 +93,9 @@ struct Decision {
   Trust requested = Trust::untrusted;
   std::optional<Trust> used;        // unset: the run was refused (BLOCKED without an override)
   bool overridden = false;          // a refused verdict ran because of override_reason
+  // Set when override_reason was needed but security.yaml's override policy refused it (who
+  // may override, what a reason must say): why, and what is required. The run is refused (126).
+  std::optional<std::string> override_refused;
   bool refused() const noexcept { return !used.has_value(); }
 };
 

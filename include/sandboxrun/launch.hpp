@@ -43,6 +43,9 @@ struct LaunchRequest {
   std::function<void(UniqueFd work_dir)> on_work_dir;
   // Streamed to the program's stdin until EOF; -1: the program's stdin is /dev/null.
   int stdin_fd = -1;
+  // Instead of stdin_fd: these bytes are the program's stdin, then EOF (the caller keeps them
+  // alive until run_sandbox returns). May be null.
+  const std::string* stdin_data = nullptr;
   // argv/environ strings of the launcher, wiped in the sandbox's pid 1 so that /proc/1/cmdline
   // shows nothing of the caller.
   char* wipe_begin = nullptr;

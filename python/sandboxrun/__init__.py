@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 __all__ = [
     "Sandbox", "RunResult", "Assessment", "Finding", "FileRecord", "AuditReport",
-    "SandboxError", "SetupError", "BlockedError", "UsageError",
+    "SandboxError", "SetupError", "BlockedError", "OverrideRefusedError", "UsageError",
 ]
 
 # Exit statuses of `sandboxrun run` that belong to sandboxrun, not to the program (README).
@@ -43,6 +43,12 @@ class SetupError(SandboxError):
 
 class BlockedError(SandboxError):
     """The assessor blocked the code (exit 126); ``result.assessment`` says why."""
+
+
+class OverrideRefusedError(BlockedError):
+    """The code was blocked and ``override=`` was refused by the override policy of
+    security.yaml (exit 126): a reason too short or saying nothing, or a caller who may not
+    override. The message says why and what is required; nothing ran."""
 
 
 class UsageError(SandboxError):
@@ -145,14 +151,27 @@ def _plain_relative(name: str) -> bool:
     return bool(name) and not p.is_absolute() and all(part not in ("", ".", "..") for part in name.split("/"))
 
 
+def _installed_binary() -> Optional[str]:
+    """The binary of the installation this package belongs to: installed by the .deb or
+    ``cmake --install`` as P/lib/python3/dist-packages/sandboxrun, the command is P/bin/sandboxrun.
+    None for a package used from the checkout or installed by pip."""
+    up = Path(__file__).resolve().parent.parents  # dist-packages, python3, lib, P, ...
+    if len(up) < 4 or (up[0].name, up[1].name, up[2].name) != ("dist-packages", "python3", "lib"):
+        return None
+    candidate = up[3] / "bin" / "sandboxrun"
+    return str(candidate) if os.access(candidate, os.X_OK) else None
+
+
 class Sandbox:
     """One configuration of sandboxrun. ``config``: sandbox.yaml or its directory (default: the
     binary's own search order); ``binary``: the sandboxrun executable (default: $SANDBOXRUN_BIN,
-    then ``sandboxrun`` on PATH); ``audit_log``: overrides the log audit.yaml names."""
+    then the binary installed with this package (P/bin/sandboxrun beside
+    P/lib/python3/dist-packages), then ``sandboxrun`` on PATH); ``audit_log``: overrides the log
+    audit.yaml names."""
 
     def __init__(self, config: Optional[FileSource] = None, binary: Optional[FileSource] = None,
                  audit_log: Optional[FileSource] = None):
-        found = binary or os.environ.get("SANDBOXRUN_BIN") or shutil.which("sandboxrun")
+        found = binary or os.environ.get("SANDBOXRUN_BIN") or _installed_binary() or shutil.which("sandboxrun")
         if not found:
             raise SetupError("sandboxrun binary not found: pass binary=, set SANDBOXRUN_BIN or put it on PATH")
         self.binary = os.fspath(found)
@@ -228,6 +247,8 @@ class Sandbox:
         if result is None or result.status in ("error", "blocked"):
             why = (result.error if result and result.error else "") or err or f"exit status {proc.returncode}"
             code = result.exit_code if result else proc.returncode
+            if result is not None and result.raw.get("override_refused"):
+                raise OverrideRefusedError(f"blocked by the assessor and {why}", result)
             if code == EXIT_BLOCKED or (result and result.status == "blocked"):
                 raise BlockedError(f"blocked by the assessor: {why}", result)
             if code == EXIT_USAGE:

@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from sandboxrun import BlockedError, SetupError, UsageError
+from sandboxrun import BlockedError, OverrideRefusedError, SetupError, UsageError
 from sandboxrun.compat import SafetyCoordinator, SandboxExecutor, SecurityAssessor, SecurityLevel
 
 ANALYSIS = r"""
@@ -99,7 +99,24 @@ def test_compat_names(sandbox):
     dormant = "import os\nif False:\n    while True:\n        os.fork()\nprint('ran')\n"
     with pytest.raises(BlockedError):
         coordinator.execute_safely(dormant)
-    with pytest.raises(UsageError):
+    with pytest.raises(OverrideRefusedError):
         coordinator.execute_safely(dormant, override_explanation="  ")
     r = coordinator.execute_safely(dormant, override_explanation="reviewed: the loop is dead code")
+    assert r.stdout == "ran\n" and r.raw["overridden"] is True
+
+
+def test_refused_override_raises_its_own_error(sandbox):
+    dormant = "import os\nif False:\n    while True:\n        os.fork()\nprint('ran')\n"
+    for reason in ("because", "   ", "............"):
+        with pytest.raises(OverrideRefusedError) as e:
+            sandbox.run(dormant, override=reason)
+        assert isinstance(e.value, BlockedError)  # callers that catch BlockedError still do
+        assert e.value.result.status == "blocked" and e.value.result.exit_code == 126
+        assert "override" in str(e.value) and e.value.result.raw["override_refused"]
+    assert "at least 12 characters" in str(e.value) or "distinct letters" in str(e.value)
+    # Blocked without an override stays a plain BlockedError; an allowed override runs.
+    with pytest.raises(BlockedError) as e:
+        sandbox.run(dormant)
+    assert not isinstance(e.value, OverrideRefusedError)
+    r = sandbox.run(dormant, override="reviewed: the loop is dead code")
     assert r.stdout == "ran\n" and r.raw["overridden"] is True

@@ -5,6 +5,7 @@
 #include "internal.hpp"
 #include "sandboxrun/assess.hpp"
 #include "assess/assess_rules.hpp"
+#include "assess/assess_override.hpp"
 #include "assess/assess_rules_cache.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
@@ -40,7 +41,8 @@ SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
   SecurityConfig cfg;
   cfg.source = security_yaml;
   try {
-    y.check_keys(root, "", {"rules", "thresholds", "verdicts", "override_trust", "limits", "bandit", "semgrep"});
+    y.check_keys(root, "", {"rules", "thresholds", "verdicts", "override_trust", "override", "limits",
+                          "bandit", "semgrep"});
     {
       const YAML::Node n = y.require(root, "", "rules", "the path of the assessor rules file");
       const std::filesystem::path rel = y.scalar(n, "rules", "a path");
@@ -94,6 +96,7 @@ SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
       if (!t || s == "keep") y.fail(n, "override_trust", "untrusted, unknown or trusted");
       cfg.override_trust = *t;
     }
+    if (const auto o = root["override"]) cfg.override_policy = parse_override_policy(y, o);
     if (const auto l = root["limits"]) {
       y.check_keys(l, "limits", {"max_bytes", "long_line", "wide_gap", "entropy_min_length", "entropy_bits", "max_nesting",
                                  "max_fragment_depth", "max_fragment_bytes", "max_findings_per_rule"});

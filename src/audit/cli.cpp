@@ -161,7 +161,7 @@ std::vector<RunSummary> summarize(const std::filesystem::path& log) {
     }
     std::string ev = str(j, "event");
     if (ev == "assessment") s.level = str(j, "level");
-    else if (ev == "blocked") s.status = "blocked";
+    else if (ev == "blocked" || ev == "override_refused") s.status = "blocked";
     else if (ev == "override") s.override_reason = str(j, "reason");
     else if (ev == "run_start") s.trust = str(j, "trust_used");
     else if (ev == "limit" && s.status.empty()) s.status = str(j, "kind");

@@ -116,7 +116,8 @@ void explain_end(const RunResult& r, const std::string& file) {
   switch (r.status) {
     case RunStatus::blocked:
       print_findings(r.assessment);
-      spdlog::error("{} was BLOCKED by the assessor; run it anyway with --override \"reason\" (audited)", file);
+      if (r.decision.override_refused) spdlog::error("{} was BLOCKED by the assessor and the {}", file, r.error);
+      else spdlog::error("{} was BLOCKED by the assessor; run it anyway with --override \"reason\" (audited)", file);
       break;
     case RunStatus::timeout:
       spdlog::error("timeout: the program ran longer than {}s and was killed", r.spec->limits.timeout_s);
@@ -239,7 +240,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       for (const auto& s : r.outputs->skipped) spdlog::warn("--output: {} not copied: {}", s.path, s.reason);
     if (opt.json) {
       // A setup failure is said on stderr too: the JSON may go to a program, the message to a person.
-      if (r.status == RunStatus::error) spdlog::error("{}", r.error);
+      if (r.status == RunStatus::error || r.decision.override_refused) spdlog::error("{}", r.error);
       nlohmann::json j = r.to_json();
       j["timings_ms"]["open"] = open_ms;  // config, rules, seccomp programs: once per process here
       std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

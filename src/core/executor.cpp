@@ -242,6 +242,7 @@ void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchR
   launch.wipe_end = req.wipe_end;
   launch.inputs = &req.inputs;
   launch.stdin_fd = req.stdin_fd;
+  launch.stdin_data = req.stdin_data ? &*req.stdin_data : nullptr;
   // Claimed here, not in the launcher, so that run_start can name the host ids the run will use.
   if (::geteuid() == 0) launch.id_slot = std::make_shared<const IdSlot>(IdSlot::claim(spec.id_ranges));
   launch.spec = spec;
@@ -357,6 +358,8 @@ RunResult Executor::run(const RunRequest& req) const {
   // (a record under a duplicate run id would merge two runs in the log).
   try {
     validate_run_identity(req);
+    if (req.stdin_fd >= 0 && req.stdin_data)
+      throw Error("the request sets both stdin_fd and stdin_data", "give the program's stdin one way only");
     if (req.run_id && im.run_id_taken(*req.run_id))
       throw Error("run id " + *req.run_id + " is already in the audit log " + im.audit->path().string(),
                   "choose a new --run-id, or leave it out for a random one");
@@ -387,6 +390,20 @@ RunResult Executor::run(const RunRequest& req) const {
   if (!input_code.empty()) assessed["input_code"] = input_code;
   im.append("assessment", r, std::move(assessed));
 
+  // An override that the verdict needs must pass the policy, or the run is refused here.
+  if (req.override_reason && !steer_trust(a.level, r.decision.requested, false, im.security))
+    if (auto why = check_override(im.security.override_policy, *req.override_reason, ProcessIdentity::of_this_process(),
+                                  im.security.source.string())) {
+      r.decision.override_refused = *why;
+      r.status = RunStatus::blocked;
+      r.exit_code = exit_code::blocked;
+      r.error = "override refused: " + *why;
+      const std::string_view given = std::string_view(*req.override_reason).substr(0, OverridePolicy::kMaxReasonBytes);
+      r.audit_seq = im.append("override_refused", r,
+                              {{"code", code}, {"reason", given}, {"uid", ::getuid()}, {"why", *why},
+                               {"level", to_string(a.level)}, {"trust_requested", to_string(r.decision.requested)}});
+      return r;
+    }
   r.decision.used = steer_trust(a.level, r.decision.requested, req.override_reason.has_value(), im.security);
   if (r.decision.refused()) {
     r.status = RunStatus::blocked;

@@ -90,6 +90,7 @@ json RunResult::to_json() const {
             {"audit_seq", audit_seq ? json(*audit_seq) : json(nullptr)}};
   if (signal) j["signal"] = signal;
   if (!error.empty()) j["error"] = error;
+  if (decision.override_refused) j["override_refused"] = *decision.override_refused;
   if (spec) {
     j["trust"] = sandboxrun::to_string(spec->trust);
     j["limits"] = core::limits_to_json(*spec);

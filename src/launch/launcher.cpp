@@ -247,9 +247,9 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull) throw_errno("open /dev/null");
   // The program's stdin: a pipe the monitor feeds from req.stdin_fd (never the launcher's own
-  // fd, which may be a terminal), or /dev/null.
+  // fd, which may be a terminal) or req.stdin_data, or /dev/null.
   Pipe in_pipe;
-  if (req.stdin_fd >= 0) {
+  if (req.stdin_fd >= 0 || req.stdin_data) {
     in_pipe = make_pipe();
     if (::fcntl(in_pipe.write.get(), F_SETFL, O_NONBLOCK) != 0) throw_errno("make the stdin pipe non-blocking");
   }

@@ -11,6 +11,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include "fd_passing.hpp"
 #include "sandboxrun/error.hpp"
@@ -100,12 +102,14 @@ class SignalGuard {
   UniqueFd fd_;
 };
 
-// The launcher's stdin -> the program's stdin pipe, never blocking the loop: one chunk at a time,
-// read only when the previous one is written. EOF (or the program closing its end) closes ours.
+// The launcher's stdin (or the caller's bytes) -> the program's stdin pipe, never blocking the
+// loop: one chunk at a time, read only when the previous one is written. EOF (or the program
+// closing its end: EPIPE is no error) closes ours.
 struct StdinPump {
   int src = -1;
   UniqueFd* dst = nullptr;
-  std::string pending;
+  std::string chunk_buf;
+  std::string_view pending;  // chunk_buf, or the caller's bytes (LaunchRequest::stdin_data)
   size_t done = 0;
   bool src_open = false;
 
@@ -122,7 +126,8 @@ struct StdinPump {
       finish();  // EOF passed on
       return;
     }
-    pending.assign(chunk, static_cast<size_t>(n));
+    chunk_buf.assign(chunk, static_cast<size_t>(n));
+    pending = chunk_buf;
     done = 0;
   }
   void write_some() {
@@ -175,9 +180,14 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
   const auto interval = req.spec.monitor_interval;
   StdinPump in;
   if (fds.stdin_write) {
-    in.src = req.stdin_fd;
     in.dst = &fds.stdin_write;
-    in.src_open = true;
+    if (req.stdin_data) {
+      in.pending = *req.stdin_data;
+      if (in.pending.empty()) in.finish();  // nothing to write: EOF at once
+    } else {
+      in.src = req.stdin_fd;
+      in.src_open = true;
+    }
   }
   auto next_sample = Clock::now() + interval;
 

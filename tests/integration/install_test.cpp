@@ -30,7 +30,7 @@ std::string install_into(const TempDir& dir) {
   return prefix;
 }
 
-// Hides the source tree's config/, policies/ and scripts/ behind empty tmpfs mounts in a mount
+// Hides the source tree's config/, policies/, scripts/ and python/ behind empty tmpfs mounts in a mount
 // namespace private to this test process, for the lifetime of the object: whatever the installed
 // copy needs must come from the prefix.
 class HiddenSourceData {
@@ -39,7 +39,7 @@ class HiddenSourceData {
     static const bool private_ns = ::unshare(CLONE_NEWNS) == 0 &&
                                    ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
     EXPECT_TRUE(private_ns) << std::strerror(errno);
-    for (const char* sub : {"/config", "/policies", "/scripts"}) {
+    for (const char* sub : {"/config", "/policies", "/scripts", "/python"}) {
       const std::string dir = source_dir() + sub;
       if (private_ns && ::mount("tmpfs", dir.c_str(), "tmpfs", MS_RDONLY, "size=4k") == 0) hidden_.push_back(dir);
       else ADD_FAILURE() << "cannot hide " << dir << ": " << std::strerror(errno);
@@ -96,6 +96,36 @@ TEST(Install, TheInstalledCopyWorksFromAnotherPrefixWithTheCheckoutOutOfReach) {
   auto noimg = run_program(bin, {"--config", conf, "--audit-log", log, hello}, {"SANDBOXRUN_IMAGE_STORE=" + d.path()});
   EXPECT_EQ(noimg.exit_code, 125);
   EXPECT_NE(noimg.err.find("image build-default"), std::string::npos) << noimg.err;
+}
+
+// The Python package imported from the install tree (PYTHONPATH, as README says for a prefix
+// other than /usr) finds the installed binary by itself and runs a job through it.
+TEST(Install, ThePythonPackageFromThePrefixRunsTheInstalledBinary) {
+  TempDir d;
+  const std::string prefix = install_into(d);
+  const std::string site = prefix + "/lib/python3/dist-packages";
+  for (const char* f : {"sandboxrun/__init__.py", "sandboxrun/compat.py"})
+    EXPECT_TRUE(fs::exists(site + "/" + f)) << "not installed: " << f;
+  EXPECT_FALSE(fs::exists(site + "/sandboxrun/__pycache__"));
+  const std::string log = d.path() + "/audit.log";
+  const std::string script = d.write("client.py", R"(import json, sys, sandboxrun
+sb = sandboxrun.Sandbox(audit_log=sys.argv[1])
+r = sb.run('import sys\nprint(6 * 7, sys.stdin.read())\n', stdin=b'in')
+print(json.dumps({'module': sandboxrun.__file__, 'binary': sb.binary, 'stdout': r.stdout, 'exit': r.exit_code}))
+)");
+  HiddenSourceData hidden;
+  // No SANDBOXRUN_BIN, and PATH holds no sandboxrun: the package must find P/bin/sandboxrun.
+  auto r = run_program("/usr/bin/python3", {script, log},
+                       {"PYTHONPATH=" + site, "PYTHONDONTWRITEBYTECODE=1", "SANDBOXRUN_IMAGE_STORE=" + source_dir()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
+  EXPECT_EQ(j["module"], site + "/sandboxrun/__init__.py");
+  EXPECT_EQ(j["binary"], prefix + "/bin/sandboxrun");
+  EXPECT_EQ(j["stdout"], "42 in\n");
+  EXPECT_EQ(j["exit"], 0);
+  auto verify = run_program(prefix + "/bin/sandboxrun", {"audit", "verify", "--log", log});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
 
 // A C++ service built against the installed library (find_package) runs three jobs.
