@@ -1,7 +1,6 @@
 // The audit log writer: one record per write() under an exclusive flock on <log>.lock, hash
 // chained to the previous record, with rotation, pruning, checkpoints and the code store.
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <syslog.h>
@@ -18,6 +17,7 @@
 #include "sandboxrun/audit.hpp"
 #include "audit/audit_format.hpp"
 #include "audit/audit_verify.hpp"
+#include "audit/lock_header.hpp"
 #include "audit/objects.hpp"
 #include "sandboxrun/error.hpp"
 #include "common/safe_open.hpp"
@@ -81,59 +81,12 @@ void check_fields(const std::string& event, const nlohmann::json& fields) {
   }
 }
 
-// The header of <log>.lock (docs/audit.md, "Lock file"): the file the writers last found at the
-// log path, and a generation that changes whenever a writer rotates, re-creates or finds
-// replaced the file at the path. A lock file without it (empty: written before the header
-// existed, or damaged) just makes the next writer look at the path and write it.
-struct LockHeader {
-  uint64_t gen = 0, dev = 0, ino = 0;
-};
-constexpr std::string_view kLockMagic = "sandboxrun-audit-lock 1 gen=";
-constexpr size_t kLockHeaderLen = kLockMagic.size() + 16 + 5 + 16 + 5 + 16 + 1;
-using LockBytes = std::array<char, kLockHeaderLen>;
-
-LockBytes format_header(const LockHeader& h) {
-  char buf[kLockHeaderLen + 1];
-  int n = std::snprintf(buf, sizeof buf, "%.*s%016llx dev=%016llx ino=%016llx\n",
-                        static_cast<int>(kLockMagic.size()), kLockMagic.data(),
-                        static_cast<unsigned long long>(h.gen), static_cast<unsigned long long>(h.dev),
-                        static_cast<unsigned long long>(h.ino));
-  if (n != static_cast<int>(kLockHeaderLen)) throw Error("audit lock header has the wrong length");
-  LockBytes out;
-  std::memcpy(out.data(), buf, kLockHeaderLen);
-  return out;
-}
-
-bool parse_hex16(std::string_view s, uint64_t& out) {
-  if (s.size() != 16) return false;
-  out = 0;
-  for (char c : s) {
-    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (v < 0) return false;
-    out = out << 4 | static_cast<uint64_t>(v);
-  }
-  return true;
-}
-
-bool parse_header(std::string_view b, LockHeader& h) {
-  size_t m = kLockMagic.size();
-  return b.size() == kLockHeaderLen && b.substr(0, m) == kLockMagic && parse_hex16(b.substr(m, 16), h.gen) &&
-         b.substr(m + 16, 5) == " dev=" && parse_hex16(b.substr(m + 21, 16), h.dev) &&
-         b.substr(m + 37, 5) == " ino=" && parse_hex16(b.substr(m + 42, 16), h.ino) && b.back() == '\n';
-}
-
-// A fresh generation's start: random, so that a lock file that was emptied and written again
-// does not come back to a value some writer still remembers.
-uint64_t random_generation() {
-  uint64_t v = 0;
-  if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) {
-    timespec ts{};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    v = static_cast<uint64_t>(ts.tv_nsec) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(ts.tv_sec) ^
-        (static_cast<uint64_t>(::getpid()) << 32);
-  }
-  return v;
-}
+using audit::format_header;
+using audit::kLockHeaderLen;
+using audit::LockBytes;
+using audit::LockHeader;
+using audit::parse_header;
+using audit::random_generation;
 
 }  // namespace
 
