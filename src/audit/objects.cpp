@@ -30,15 +30,6 @@ namespace {
 using nlohmann::json;
 using SysClock = std::chrono::system_clock;
 
-std::string random_suffix() {
-  uint64_t v = 0;
-  if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
-    v = static_cast<uint64_t>(SysClock::now().time_since_epoch().count()) ^ static_cast<uint64_t>(::getpid());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 SysClock::time_point mtime(const struct stat& st) {
   return SysClock::time_point(std::chrono::duration_cast<SysClock::duration>(
       std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
@@ -121,6 +112,15 @@ void scan_references(int fd, const std::filesystem::path& shown, std::unordered_
 }
 
 }  // namespace
+
+std::string random_suffix() {
+  uint64_t v = 0;
+  if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
+    v = static_cast<uint64_t>(SysClock::now().time_since_epoch().count()) ^ static_cast<uint64_t>(::getpid());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 bool is_object_name(std::string_view name) noexcept {
   return name.size() == kHashHex &&
@@ -313,6 +313,10 @@ ObjectPruneResult prune_objects(const std::filesystem::path& log, int lock_fd, c
       if (::fstatat(idx_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
           mtime(st) >= cutoff || st.st_size > 256)
         continue;
+      if (name.rfind(".tmp-", 0) == 0) {  // left by a crash
+        if (::unlinkat(idx_fd.get(), name.c_str(), 0) == 0) ++res.index_removed;
+        continue;
+      }
       char buf[257] = {};
       UniqueFd fd(::openat(idx_fd.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
       ssize_t n = fd ? ::read(fd.get(), buf, 256) : -1;

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <utility>
 
 #include "deps_phase.hpp"
 #include "image_resolve.hpp"
@@ -353,13 +354,16 @@ void Executor::Impl::collect_job_outputs(const RunRequest& req, RunResult& r, co
   // The script and the inputs come back only when the program changed them.
   std::vector<InputFile> as_given = req.inputs;
   as_given.push_back({sandbox_script_name(req.name), req.code, 0444});
-  // A file the store cannot keep is still delivered; its manifest entry says stored: false.
-  auto keep = [&](const FileRecord& f, std::string_view data) {
+  // A file the store cannot keep is still delivered; its manifest entry says stored: false (one
+  // warning: a full disk would otherwise give one per file).
+  auto keep = [&, warned = false](const FileRecord& f, std::string_view data) mutable {
     try {
       stored.push_back(store_file(data, f.sha256));
     } catch (const Error& e) {
       stored.push_back(false);
-      r.warnings.push_back("audit: output " + f.path + " not kept in the object store: " + e.describe());
+      if (!std::exchange(warned, true))
+        r.warnings.push_back("audit: output " + f.path + " (and any later ones marked stored: false) not kept in "
+                             "the object store: " + e.describe());
     }
   };
   r.outputs = collect_outputs(work_dir.get(), out_dir.get(), as_given, {lim.output_files, lim.output_total_bytes}, keep);
