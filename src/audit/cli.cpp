@@ -370,7 +370,7 @@ int audit_command(const std::vector<std::string>& args,
   std::string key, run, caller, diff, grace = "1h";
   size_t n = 10;
 
-  CLI::App* verify = app.add_subcommand("verify", "check the hash chain; exit 0 when intact");
+  CLI::App* verify = app.add_subcommand("verify", "check the hash chain and the stored objects; exit 0 when intact");
   add_common(verify);
   verify->add_option("--key", key, "HMAC key file (default: key_file from audit.yaml)");
   verify->add_flag("--json", as_json, "print the result as JSON");
