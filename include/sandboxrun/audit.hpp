@@ -24,6 +24,7 @@ struct AuditConfig {
   uint64_t sync_batch = 64;        // batch: fdatasync when seq % sync_batch == 0
   std::filesystem::path key_file;  // empty = unkeyed SHA-256 chain; else HMAC-SHA256
   bool store_code = true;          // keep executed code under <log dir>/objects/
+  bool store_files = true;         // keep job inputs and collected outputs there too
   uint64_t checkpoint_every = 64;  // anchor a checkpoint when seq % N == 0; 0 = never
   std::filesystem::path anchor;    // checkpoint file; empty = "<log>.anchor"
   bool syslog = false;             // also send checkpoints to syslog(3)
@@ -57,8 +58,30 @@ struct CodeRef {
   std::string name;    // file name as given by the user (e.g. "job.py")
   std::string sha256;  // hex; the object is <log dir>/objects/<sha256>
   uint64_t size = 0;
+  bool stored = false;  // the object was put in the store (verify requires it to be there)
 };
-void to_json(nlohmann::json& j, const CodeRef& c);  // {"name","sha256","size"}
+void to_json(nlohmann::json& j, const CodeRef& c);  // {"name","sha256","size","stored"}
+
+// run_start's diff_from: the previous stored version of the same script name run for the same
+// caller, and how many lines this version adds and removes (0/0: the same code again).
+struct CodeDiff {
+  std::string run_id;  // the run that ran the previous version
+  std::string sha256;  // its object
+  uint64_t added = 0, removed = 0;
+  // Too many scattered changes to diff within the cost bound: the counts are an upper bound
+  // (everything between the common first and last lines counted as removed and added).
+  bool approximate = false;
+};
+void to_json(nlohmann::json& j, const CodeDiff& d);  // {"run_id","sha256","added","removed"[,"approximate"]}
+
+// What a prune of the object store did (AuditLog::prune_objects).
+struct ObjectPruneResult {
+  uint64_t referenced = 0;   // objects kept because a retained record names them
+  uint64_t deleted = 0;
+  uint64_t deleted_bytes = 0;
+  uint64_t kept_recent = 0;  // named by no record, but modified within the grace period
+  uint64_t index_removed = 0;  // version-index entries whose object was gone
+};
 
 // One writer handle. Processes may share a log freely (appends are serialized by flock); a
 // handle itself is not thread-safe: use one per thread or guard it.
@@ -82,8 +105,25 @@ class AuditLog {
                   bool durable = false);
 
   // Stores `code` as <log dir>/objects/<sha256> (once; atomic rename) and returns its identity.
-  // With store_code: false only the identity is computed.
+  // With store_code: false only the identity is computed (stored: false).
   CodeRef store_code(std::string_view code, std::string name);
+  // Stores a job file (an --input, a collected output) whose SHA-256 is `sha256`, when
+  // store_files (store_code for `code`, e.g. a .py input) says so; returns whether it did. Mark
+  // the manifest entry "stored" with it. Objects are durable before the next record is written.
+  bool store_file(std::string_view data, const std::string& sha256, bool code = false);
+
+  // For run_start's diff_from: the previous version of script `name` run for `caller` (absent:
+  // the invoking uid), looked up in the store's version index (not by scanning the log), diffed
+  // against `code`; then `code` (already stored by store_code) becomes the latest version, by
+  // `run_id`. nullopt for the first version, or without store_code.
+  std::optional<CodeDiff> track_version(const std::optional<std::string>& caller, const std::string& name,
+                                        std::string_view code, const std::string& run_id);
+
+  // Deletes the objects no record of the log's files names and that were not modified within
+  // `grace` (a run stores its objects shortly before the records naming them), and appends a
+  // `prune_objects` record saying what it did. Rotation does this (with one hour) after it prunes
+  // rotated files. A grace of 0 is safe only while no run is writing to this log.
+  ObjectPruneResult prune_objects(std::chrono::seconds grace);
 
   // fdatasync of the log (e.g. at the end of a batch).
   void sync();

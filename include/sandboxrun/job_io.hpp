@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -78,9 +79,12 @@ struct OutputLimits {
 
 // Copies every regular file under `work_dir` (an fd of the run's /work) that is not one of
 // `unchanged` (same path, same bytes) into `out_dir`, keeping relative paths. Never follows a
-// symlink on either side; every file is created O_EXCL|O_NOFOLLOW beneath out_dir.
+// symlink on either side; every file is created O_EXCL|O_NOFOLLOW beneath out_dir. `on_copied`,
+// when set, is called with each copied file's entry and bytes (e.g. to keep them in the audit
+// object store); it must not throw.
 OutputManifest collect_outputs(int work_dir, int out_dir, const std::vector<InputFile>& unchanged,
-                               const OutputLimits& limits);
+                               const OutputLimits& limits,
+                               const std::function<void(const FileRecord&, std::string_view)>& on_copied = {});
 
 nlohmann::json to_json(const FileRecord& r);
 FileRecord record_of(const InputFile& f);

@@ -37,6 +37,24 @@ struct AuditVerifyOptions {
   std::filesystem::path log;                  // the current log file
   std::optional<std::filesystem::path> anchor;  // checkpoint file (absent file = none yet)
   std::optional<std::string> key;             // HMAC key bytes for keyed logs
+  bool objects = false;                       // also re-hash the objects the records name
+};
+
+// A stored object that does not match what a record says about it.
+struct AuditObjectProblem {
+  std::string kind;  // "missing" (a record says it was stored) or "altered" (wrong bytes, not a file)
+  uint64_t seq = 0;  // the first record naming it (one that says it was stored, for "missing")
+  std::string run_id;
+  std::string path;  // what it is to that record: "code job.py", "input data.csv", "output plot.png", ...
+  std::string sha256;
+  std::string detail;
+};
+
+struct AuditObjectsResult {
+  uint64_t referenced = 0;  // distinct objects named by the records read
+  uint64_t checked = 0;     // present and re-hashed
+  uint64_t bytes = 0;       // hashed
+  std::vector<AuditObjectProblem> problems;  // in record order
 };
 
 struct AuditVerifyResult {
@@ -48,7 +66,9 @@ struct AuditVerifyResult {
   std::string last_hash;
   uint64_t checkpoints_matched = 0;
   std::optional<AuditDamageReport> damage;  // the first damage found; empty = intact
-  bool ok() const { return !damage.has_value(); }
+  // With AuditVerifyOptions::objects: the objects named by the records read (up to the damage).
+  std::optional<AuditObjectsResult> objects;
+  bool ok() const { return !damage.has_value() && (!objects || objects->problems.empty()); }
 };
 
 AuditVerifyResult verify_audit_log(const AuditVerifyOptions& opt);

@@ -1,8 +1,6 @@
-// `sandboxrun audit verify|show|tail|repair`.
+// `sandboxrun audit verify|show|tail|repair|prune-objects`.
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -15,11 +13,10 @@
 #include "internal.hpp"
 #include "sandboxrun/audit.hpp"
 #include "audit/audit_verify.hpp"
+#include "audit/objects.hpp"
 #include "sandboxrun/error.hpp"
 #include "common/size.hpp"
 #include "common/safe_open.hpp"
-
-extern char** environ;
 
 namespace sandboxrun {
 
@@ -54,10 +51,29 @@ Resolved resolve(const Common& c, const std::optional<std::filesystem::path>& de
 
 // ---- verify ----
 
-int cmd_verify(const Resolved& r, const std::string& key_path, bool as_json) {
+json object_problem_json(const AuditObjectProblem& p) {
+  return {{"kind", p.kind}, {"seq", p.seq}, {"run_id", p.run_id}, {"path", p.path}, {"sha256", p.sha256},
+          {"detail", p.detail}};
+}
+
+// One line per missing or altered object (the first kMaxListed, then how many more).
+void print_object_problems(const AuditObjectsResult& o) {
+  constexpr size_t kMaxListed = 100;
+  for (size_t i = 0; i < o.problems.size() && i < kMaxListed; ++i) {
+    const auto& p = o.problems[i];
+    std::cout << "object " << (p.kind == "missing" ? "MISSING" : "ALTERED") << ": seq " << p.seq << " run "
+              << (p.run_id.empty() ? "-" : p.run_id) << " " << p.path << " sha256 " << p.sha256 << ": " << p.detail
+              << "\n";
+  }
+  if (o.problems.size() > kMaxListed)
+    std::cout << "... and " << o.problems.size() - kMaxListed << " more object problem(s) (see --json)\n";
+}
+
+int cmd_verify(const Resolved& r, const std::string& key_path, bool as_json, bool objects) {
   AuditVerifyOptions opt;
   opt.log = r.log;
   opt.anchor = audit::anchor_path(r.cfg, r.log);
+  opt.objects = objects;
   if (!key_path.empty()) opt.key = load_audit_key(key_path);
   else if (!r.cfg.key_file.empty()) opt.key = load_audit_key(r.cfg.key_file);
   AuditVerifyResult res = verify_audit_log(opt);
@@ -81,12 +97,27 @@ int cmd_verify(const Resolved& r, const std::string& key_path, bool as_json) {
                        {"seq", d.seq ? json(*d.seq) : json(nullptr)},
                        {"detail", d.detail}};
     }
+    if (res.objects) {
+      json problems = json::array();
+      for (const auto& p : res.objects->problems) problems.push_back(object_problem_json(p));
+      out["objects"] = {{"referenced", res.objects->referenced}, {"checked", res.objects->checked},
+                        {"bytes", res.objects->bytes}, {"problems", problems}};
+    }
     std::cout << out.dump() << "\n";
-  } else if (res.ok()) {
+    return res.ok() ? 0 : 1;
+  }
+  if (res.objects) print_object_problems(*res.objects);
+  if (res.ok()) {
     std::cout << "audit log intact: " << r.log.string() << ": " << res.records << " records";
     if (res.records) std::cout << " (seq " << res.first_seq << ".." << res.last_seq << ")";
     std::cout << " in " << res.files.size() << " file(s), " << res.checkpoints_matched
-              << " checkpoint(s) matched" << (opt.key ? ", HMAC verified" : "") << "\n";
+              << " checkpoint(s) matched" << (opt.key ? ", HMAC verified" : "");
+    if (res.objects)
+      std::cout << ", " << res.objects->checked << " object(s) re-hashed (" << format_size(res.objects->bytes) << ")";
+    std::cout << "\n";
+  } else if (!res.damage) {
+    std::cout << "audit log chain intact, but " << res.objects->problems.size() << " object(s) of "
+              << audit::objects_dir(r.log).string() << " are missing or altered\n";
   } else {
     const auto& d = *res.damage;
     std::cout << "audit log DAMAGED: " << to_string(d.kind) << ": " << d.file.string();
@@ -208,32 +239,12 @@ void print_record(const json& j) {
               rest.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
 }
 
-int run_diff(const std::filesystem::path& log, const RunSummary& prev, const RunSummary& cur) {
-  auto dir = audit::objects_dir(log);
-  std::string a = (dir / prev.sha256).string(), b = (dir / cur.sha256).string();
-  for (const auto& p : {a, b})
-    if (::access(p.c_str(), R_OK) != 0)
-      throw_errno("cannot read code object " + p, "store_code may have been off for that run");
-  std::string la = prev.name + " (run " + prev.run_id + ")";
-  std::string lb = cur.name + " (run " + cur.run_id + ")";
-  const char* diff = "/usr/bin/diff";
-  std::vector<std::string> argv_s = {"diff", "-u", "--label", la, "--label", lb, a, b};
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, diff, nullptr, nullptr, argv.data(), environ);
-  if (rc != 0) throw_errno(rc, std::string("cannot run ") + diff, "install diffutils");
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw_errno("waitpid diff");
-  // diff exits 1 when the files differ, which is the point here.
-  if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) throw Error(std::string(diff) + " failed");
-  return 0;
-}
-
-int cmd_show(const Resolved& r, bool as_json, const std::string& run, bool diff, const std::string& caller) {
+int cmd_show(const Resolved& r, bool as_json, const std::string& run, const std::string& diff,
+             const std::string& caller) {
+  if (!diff.empty()) {
+    audit::print_code_diff(r.log, diff);
+    return 0;
+  }
   if (run.empty()) {
     auto runs = summarize(r.log);
     if (!caller.empty())
@@ -254,23 +265,6 @@ int cmd_show(const Resolved& r, bool as_json, const std::string& run, bool diff,
     else print_record(j);
   });
   if (!found) throw Error("no records for run " + run + " in " + r.log.string());
-  if (!diff) return 0;
-  std::cout.flush();
-  auto runs = summarize(r.log);
-  size_t i = 0;
-  while (runs[i].run_id != run) ++i;
-  const RunSummary& cur = runs[i];
-  if (cur.name.empty()) throw Error("run " + run + " recorded no code");
-  while (i > 0) {
-    const RunSummary& prev = runs[--i];
-    if (prev.name != cur.name || prev.sha256.empty()) continue;
-    if (prev.sha256 == cur.sha256) {
-      std::printf("%s is identical to the previous run %s\n", cur.name.c_str(), prev.run_id.c_str());
-      return 0;
-    }
-    return run_diff(r.log, prev, cur);
-  }
-  std::printf("no earlier run of a file named %s\n", cur.name.c_str());
   return 0;
 }
 
@@ -307,6 +301,23 @@ int cmd_tail(const Resolved& r, size_t n, bool as_json) {
     if (j.is_discarded()) std::cout << "(not a record) " << *it << "\n";
     else print_record(j);
   }
+  return 0;
+}
+
+// ---- prune-objects ----
+
+int cmd_prune_objects(const Resolved& r, const std::string& grace_text) {
+  const auto grace = audit::parse_duration(grace_text);
+  if (!grace) {
+    std::cerr << "sandboxrun audit prune-objects: --grace wants a duration like 3600, 90s, 30m, 12h or 7d\n";
+    return exit_code::usage;
+  }
+  if (::access(r.log.c_str(), F_OK) != 0) throw_errno("cannot prune the objects of " + r.log.string(), "check --log");
+  AuditLog log = AuditLog::open(r.cfg, r.log);
+  ObjectPruneResult p = log.prune_objects(*grace);
+  std::cout << "pruned " << audit::objects_dir(r.log).string() << ": deleted " << p.deleted << " object(s) ("
+            << format_size(p.deleted_bytes) << "), kept " << p.referenced << " named by the log and "
+            << p.kept_recent << " younger than the grace period\n";
   return 0;
 }
 
@@ -355,19 +366,20 @@ int audit_command(const std::vector<std::string>& args,
     sub->add_option("--log", common.log, "audit log file (default: from audit.yaml)");
     sub->add_option("--config", common.config, "audit.yaml to use");
   };
-  bool as_json = false, diff = false;
-  std::string key, run, caller;
+  bool as_json = false, no_objects = false;
+  std::string key, run, caller, diff, grace = "1h";
   size_t n = 10;
 
-  CLI::App* verify = app.add_subcommand("verify", "check the hash chain; exit 0 when intact");
+  CLI::App* verify = app.add_subcommand("verify", "check the hash chain and the stored objects; exit 0 when intact");
   add_common(verify);
   verify->add_option("--key", key, "HMAC key file (default: key_file from audit.yaml)");
   verify->add_flag("--json", as_json, "print the result as JSON");
+  verify->add_flag("--no-objects", no_objects, "check the hash chain only, not the stored objects");
   CLI::App* show = app.add_subcommand("show", "table of runs, or one run's records");
   add_common(show);
   show->add_flag("--json", as_json, "JSON lines");
   show->add_option("--run", run, "show the records of this run id");
-  show->add_flag("--diff", diff, "with --run: diff its code against the previous run of that file");
+  show->add_option("--diff", diff, "unified diff of this run's code against its diff_from (the previous version)");
   show->add_option("--caller", caller, "only the runs made for this caller (run --caller)");
   CLI::App* tail = app.add_subcommand("tail", "the last records");
   add_common(tail);
@@ -375,6 +387,9 @@ int audit_command(const std::vector<std::string>& args,
   tail->add_flag("--json", as_json, "print the raw records");
   CLI::App* repair = app.add_subcommand("repair", "cut a torn last record (after a crash) and record it");
   add_common(repair);
+  CLI::App* prune = app.add_subcommand("prune-objects", "delete stored objects that no record of the log names");
+  add_common(prune);
+  prune->add_option("--grace", grace, "keep objects modified within this long (default 1h; 0 only when idle)");
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -385,15 +400,16 @@ int audit_command(const std::vector<std::string>& args,
     app.exit(e);
     return exit_code::usage;
   }
-  if (diff && run.empty()) {
-    std::cerr << "sandboxrun audit show: --diff needs --run ID\n";
+  if (!diff.empty() && !run.empty()) {
+    std::cerr << "sandboxrun audit show: --diff RUN_ID and --run ID are separate views; pass one\n";
     return exit_code::usage;
   }
   try {
     Resolved r = resolve(common, default_config);
-    if (verify->parsed()) return cmd_verify(r, key, as_json);
+    if (verify->parsed()) return cmd_verify(r, key, as_json, !no_objects);
     if (show->parsed()) return cmd_show(r, as_json, run, diff, caller);
     if (tail->parsed()) return cmd_tail(r, n, as_json);
+    if (prune->parsed()) return cmd_prune_objects(r, grace);
     return cmd_repair(r);
   } catch (const Error& e) {
     std::cerr << "sandboxrun audit: " << e.describe() << "\n";

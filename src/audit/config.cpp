@@ -5,15 +5,14 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
 #include <cstdlib>
-#include <map>
 
 #include "sandboxrun/audit.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "common/yaml_strict.hpp"
 #include "common/safe_open.hpp"
+#include "internal.hpp"
 
 namespace sandboxrun {
 
@@ -31,16 +30,9 @@ namespace {
 // "0", "90s", "30m", "12h", "7d", "2w" (a bare number is seconds).
 std::chrono::seconds duration(const StrictYaml& r, const YAML::Node& n, const std::string& key) {
   const std::string expected = "a duration like 3600, 90s, 30m, 12h, 7d or 2w (0 disables)";
-  const std::string s = r.scalar(n, key, expected);
-  uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc()) r.fail(n, key, expected);
-  std::string_view unit(ptr, static_cast<size_t>(s.data() + s.size() - ptr));
-  static const std::map<std::string_view, uint64_t> units = {
-      {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800}};
-  auto it = units.find(unit);
-  if (it == units.end() || v > (uint64_t{1} << 40) / it->second) r.fail(n, key, expected);
-  return std::chrono::seconds(static_cast<int64_t>(v * it->second));
+  auto d = audit::parse_duration(r.scalar(n, key, expected));
+  if (!d) r.fail(n, key, expected);
+  return *d;
 }
 
 // A path relative to the file; "" keeps the default (an empty path).
@@ -58,7 +50,7 @@ AuditConfig load_audit_config(const std::filesystem::path& file) {
   const StrictYaml r(file);
   const YAML::Node root = r.parse(read_file(file.string()));
   if (root.IsNull()) return cfg;
-  r.check_keys(root, "", {"path", "sync", "sync_batch", "key_file", "store_code", "checkpoint", "rotation"});
+  r.check_keys(root, "", {"path", "sync", "sync_batch", "key_file", "store_code", "store_files", "checkpoint", "rotation"});
   if (auto n = root["path"]) cfg.path = config_path(r, n, "path");
   if (auto n = root["sync"]) {
     std::string s = r.scalar(n, "sync", "each, batch or none");
@@ -70,6 +62,7 @@ AuditConfig load_audit_config(const std::filesystem::path& file) {
   if (auto n = root["sync_batch"]) cfg.sync_batch = r.integer(n, "sync_batch", 1, 1000000);
   if (auto n = root["key_file"]) cfg.key_file = config_path(r, n, "key_file");
   if (auto n = root["store_code"]) cfg.store_code = r.boolean(n, "store_code");
+  if (auto n = root["store_files"]) cfg.store_files = r.boolean(n, "store_files");
   if (auto cp = root["checkpoint"]) {
     r.check_keys(cp, "checkpoint", {"every", "anchor", "syslog"});
     if (auto n = cp["every"]) cfg.checkpoint_every = r.integer(n, "checkpoint.every", 0, 1000000000);

@@ -50,6 +50,8 @@ inline constexpr size_t kRfc3339Len = 27;
 // Writes the kRfc3339Len bytes of rfc3339_now()'s form for `ts` (CLOCK_REALTIME) to `out`.
 void format_rfc3339(const timespec& ts, char* out);
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view ts);
+// "0", "90s", "30m", "12h", "7d", "2w" (a bare number is seconds); nullopt when not one.
+std::optional<std::chrono::seconds> parse_duration(std::string_view text);
 
 // Every file the audit log writes or reads back is opened through safe_open.hpp: no symlink is
 // followed anywhere in its path, and no directory on the way may be writable by other users

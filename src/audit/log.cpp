@@ -1,7 +1,6 @@
 // The audit log writer: one record per write() under an exclusive flock on <log>.lock, hash
 // chained to the previous record, with rotation, pruning, checkpoints and the code store.
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <syslog.h>
@@ -18,6 +17,8 @@
 #include "sandboxrun/audit.hpp"
 #include "audit/audit_format.hpp"
 #include "audit/audit_verify.hpp"
+#include "audit/lock_header.hpp"
+#include "audit/objects.hpp"
 #include "sandboxrun/error.hpp"
 #include "common/safe_open.hpp"
 
@@ -26,7 +27,7 @@ namespace sandboxrun {
 using audit::canonical;
 
 void to_json(nlohmann::json& j, const CodeRef& c) {
-  j = nlohmann::json{{"name", c.name}, {"sha256", c.sha256}, {"size", c.size}};
+  j = nlohmann::json{{"name", c.name}, {"sha256", c.sha256}, {"size", c.size}, {"stored", c.stored}};
 }
 
 namespace {
@@ -65,73 +66,27 @@ void check_fields(const std::string& event, const nlohmann::json& fields) {
       auto it = c.find(name);
       return it == c.end() ? nullptr : &*it;
     };
-    const nlohmann::json *name = nullptr, *sha = nullptr, *size = nullptr;
-    if (c.is_object() && c.size() == 3) {
+    const nlohmann::json *name = nullptr, *sha = nullptr, *size = nullptr, *stored = nullptr;
+    if (c.is_object() && (c.size() == 3 || c.size() == 4)) {
       name = member("name");
       sha = member("sha256");
       size = member("size");
+      stored = member("stored");
     }
     if (!name || !name->is_string() || !sha || !sha->is_string() ||
         sha->get_ref<const std::string&>().size() != 64 || !size || !size->is_number_integer() ||
-        size->get<int64_t>() < 0)
-      throw Error("audit event '" + event + "': field 'code' must be {name, sha256, size}",
+        size->get<int64_t>() < 0 || (c.size() == 4 && (!stored || !stored->is_boolean())))
+      throw Error("audit event '" + event + "': field 'code' must be {name, sha256, size[, stored]}",
                   "build it with AuditLog::store_code");
   }
 }
 
-// The header of <log>.lock (docs/audit.md, "Lock file"): the file the writers last found at the
-// log path, and a generation that changes whenever a writer rotates, re-creates or finds
-// replaced the file at the path. A lock file without it (empty: written before the header
-// existed, or damaged) just makes the next writer look at the path and write it.
-struct LockHeader {
-  uint64_t gen = 0, dev = 0, ino = 0;
-};
-constexpr std::string_view kLockMagic = "sandboxrun-audit-lock 1 gen=";
-constexpr size_t kLockHeaderLen = kLockMagic.size() + 16 + 5 + 16 + 5 + 16 + 1;
-using LockBytes = std::array<char, kLockHeaderLen>;
-
-LockBytes format_header(const LockHeader& h) {
-  char buf[kLockHeaderLen + 1];
-  int n = std::snprintf(buf, sizeof buf, "%.*s%016llx dev=%016llx ino=%016llx\n",
-                        static_cast<int>(kLockMagic.size()), kLockMagic.data(),
-                        static_cast<unsigned long long>(h.gen), static_cast<unsigned long long>(h.dev),
-                        static_cast<unsigned long long>(h.ino));
-  if (n != static_cast<int>(kLockHeaderLen)) throw Error("audit lock header has the wrong length");
-  LockBytes out;
-  std::memcpy(out.data(), buf, kLockHeaderLen);
-  return out;
-}
-
-bool parse_hex16(std::string_view s, uint64_t& out) {
-  if (s.size() != 16) return false;
-  out = 0;
-  for (char c : s) {
-    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (v < 0) return false;
-    out = out << 4 | static_cast<uint64_t>(v);
-  }
-  return true;
-}
-
-bool parse_header(std::string_view b, LockHeader& h) {
-  size_t m = kLockMagic.size();
-  return b.size() == kLockHeaderLen && b.substr(0, m) == kLockMagic && parse_hex16(b.substr(m, 16), h.gen) &&
-         b.substr(m + 16, 5) == " dev=" && parse_hex16(b.substr(m + 21, 16), h.dev) &&
-         b.substr(m + 37, 5) == " ino=" && parse_hex16(b.substr(m + 42, 16), h.ino) && b.back() == '\n';
-}
-
-// A fresh generation's start: random, so that a lock file that was emptied and written again
-// does not come back to a value some writer still remembers.
-uint64_t random_generation() {
-  uint64_t v = 0;
-  if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) {
-    timespec ts{};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    v = static_cast<uint64_t>(ts.tv_nsec) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(ts.tv_sec) ^
-        (static_cast<uint64_t>(::getpid()) << 32);
-  }
-  return v;
-}
+using audit::format_header;
+using audit::kLockHeaderLen;
+using audit::LockBytes;
+using audit::LockHeader;
+using audit::parse_header;
+using audit::random_generation;
 
 }  // namespace
 
@@ -168,8 +123,19 @@ struct AuditLog::Impl {
   // Time of the current file's first record, for age rotation (per inode).
   ino_t first_ts_ino = 0;
   std::optional<std::chrono::system_clock::time_point> first_ts;
+  // Objects written since the last record: their directory entries are synced before the next
+  // record, which may name them, is written.
+  bool objects_unsynced = false;
+  // Rotation pruned files: prune the objects they alone named, once the lock is released.
+  bool objects_prune_due = false;
 
   bool syncs() const { return cfg.sync != AuditSync::none; }
+
+  void put_object(std::string_view data, const std::string& sha256) {
+    const auto dir = audit::objects_dir(path);
+    const UniqueFd dir_fd = audit::ensure_private_dir(dir);
+    if (audit::put_object(dir_fd.get(), dir, data, sha256, syncs())) objects_unsynced = syncs();
+  }
 
   // Whether `path` exists, and which file it names. statx without timestamps: asking for them
   // would make the next write update the file's times at full resolution (multigrain
@@ -393,6 +359,7 @@ struct AuditLog::Impl {
     for (size_t i = 0; i < remove; ++i)
       if (::unlink(files[i].c_str()) != 0 && errno != ENOENT) throw_errno("cannot prune " + files[i].string());
     audit::fsync_dir(path.parent_path());
+    objects_prune_due = true;
   }
 
   // Builds the canonical record line (docs/audit.md) in `line`, with 64 zeros for its hash,
@@ -464,6 +431,10 @@ struct AuditLog::Impl {
 
   uint64_t write_locked(Head& h, const std::string& event, const std::string& run_id,
                         const nlohmann::json& fields, bool durable) {
+    if (objects_unsynced) {
+      audit::fsync_dir(audit::objects_dir(path));
+      objects_unsynced = false;
+    }
     audit::CanonicalInfo info;
     size_t hash_pos = build_line(h, event, run_id, fields, info);
     if (line.size() > audit::kMaxRecordBytes)
@@ -554,35 +525,54 @@ uint64_t AuditLog::append(const std::string& event, const std::string& run_id, n
   if (fields.is_null()) fields = nlohmann::json::object();
   check_fields(event, fields);
   Impl& m = *impl_;
-  audit::FileLock lock(m.lock_fd.get(), m.lock_file);
-  Head h = m.locate();
-  if (m.rotation_due()) m.rotate(h);
-  return m.write_locked(h, event, run_id, fields, durable);
+  uint64_t seq = 0;
+  {
+    audit::FileLock lock(m.lock_fd.get(), m.lock_file);
+    Head h = m.locate();
+    if (m.rotation_due()) m.rotate(h);
+    seq = m.write_locked(h, event, run_id, fields, durable);
+  }
+  if (m.objects_prune_due) {
+    m.objects_prune_due = false;
+    // The record is written: a failure here is recorded, not thrown at the caller.
+    std::error_code ec;
+    if (std::filesystem::exists(audit::objects_dir(m.path), ec)) {
+      try {
+        prune_objects(audit::kObjectGrace);
+      } catch (const Error& e) {
+        append("prune_objects", "", {{"error", e.describe()}});
+      }
+    }
+  }
+  return seq;
 }
 
 CodeRef AuditLog::store_code(std::string_view code, std::string name) {
-  CodeRef ref{std::move(name), audit::sha256_hex(code), code.size()};
-  if (!impl_->cfg.store_code) return ref;
-  // Everything relative to the checked directory fd: `objects` may not be a symlink, and the
-  // temporary file is created, never opened through an existing name.
-  auto dir = audit::objects_dir(impl_->path);
-  const UniqueFd dir_fd = audit::ensure_private_dir(dir);
-  auto target = dir / ref.sha256;
-  if (::faccessat(dir_fd.get(), ref.sha256.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) return ref;
-  const std::string tmp = ".tmp-" + ref.sha256 + "-" + std::to_string(::getpid());
-  ::unlinkat(dir_fd.get(), tmp.c_str(), 0);  // left by a crashed writer with this pid
-  {
-    UniqueFd fd = open_trusted_at(dir_fd.get(), tmp, O_WRONLY | O_CREAT | O_EXCL, 0600, dir / tmp);
-    if (!write_all(fd.get(), code.data(), code.size())) throw_errno("cannot write " + (dir / tmp).string());
-    if (impl_->syncs() && ::fsync(fd.get()) != 0) throw_errno("cannot sync " + (dir / tmp).string());
-  }
-  if (::renameat(dir_fd.get(), tmp.c_str(), dir_fd.get(), ref.sha256.c_str()) != 0) {
-    int err = errno;
-    ::unlinkat(dir_fd.get(), tmp.c_str(), 0);
-    throw_errno(err, "cannot store code object " + target.string());
-  }
-  if (impl_->syncs() && ::fsync(dir_fd.get()) != 0) throw_errno("cannot sync directory " + dir.string());
+  CodeRef ref{std::move(name), audit::sha256_hex(code), code.size(), impl_->cfg.store_code};
+  if (ref.stored) impl_->put_object(code, ref.sha256);
   return ref;
+}
+
+bool AuditLog::store_file(std::string_view data, const std::string& sha256, bool code) {
+  if (!(code ? impl_->cfg.store_code : impl_->cfg.store_files)) return false;
+  impl_->put_object(data, sha256);
+  return true;
+}
+
+std::optional<CodeDiff> AuditLog::track_version(const std::optional<std::string>& caller, const std::string& name,
+                                                std::string_view code, const std::string& run_id) {
+  if (!impl_->cfg.store_code) return std::nullopt;
+  const std::string key = caller ? "caller:" + *caller : "uid:" + std::to_string(::getuid());
+  return audit::track_version(audit::objects_dir(impl_->path), key, name, code, run_id, impl_->syncs());
+}
+
+ObjectPruneResult AuditLog::prune_objects(std::chrono::seconds grace) {
+  Impl& m = *impl_;
+  ObjectPruneResult r = audit::prune_objects(m.path, m.lock_fd.get(), m.lock_file, grace);
+  append("prune_objects", "",
+         {{"referenced", r.referenced}, {"deleted", r.deleted}, {"deleted_bytes", r.deleted_bytes},
+          {"kept_recent", r.kept_recent}, {"index_removed", r.index_removed}, {"grace_s", grace.count()}});
+  return r;
 }
 
 void AuditLog::sync() {

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <map>
 
 #include "internal.hpp"
 #include "audit/audit_format.hpp"
@@ -168,6 +170,18 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
   t.tm_sec = static_cast<int>(s);
   time_t secs = ::timegm(&t);
   return std::chrono::system_clock::from_time_t(secs) + std::chrono::microseconds(us);
+}
+
+std::optional<std::chrono::seconds> parse_duration(std::string_view s) {
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc()) return std::nullopt;
+  std::string_view unit(ptr, static_cast<size_t>(s.data() + s.size() - ptr));
+  static const std::map<std::string_view, uint64_t> units = {
+      {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800}};
+  auto it = units.find(unit);
+  if (it == units.end() || v > (uint64_t{1} << 40) / it->second) return std::nullopt;
+  return std::chrono::seconds(static_cast<int64_t>(v * it->second));
 }
 
 UniqueFd open_append(const std::filesystem::path& path) {

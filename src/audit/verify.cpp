@@ -12,6 +12,7 @@
 
 #include "internal.hpp"
 #include "audit/audit_format.hpp"
+#include "audit/objects.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun {
@@ -288,6 +289,8 @@ class Verifier {
     return std::move(result_);
   }
 
+  const audit::ObjectRefs& objects() const { return objects_; }
+
  private:
   static std::string range(uint64_t a, uint64_t b) {
     return a == b ? std::to_string(a) : std::to_string(a) + ".." + std::to_string(b);
@@ -390,6 +393,7 @@ class Verifier {
         return;
       }
     }
+    if (opt_.objects) objects_.add(r.seq, f.run_id, scanner_);
     if (f.event == "prune") {
       const audit::Member* ts = scanner_.find("through_seq");
       const audit::Member* th = scanner_.find("through_hash");
@@ -427,10 +431,17 @@ class Verifier {
   Rec last_, last2_;
   bool have_last_ = false, have_last2_ = false;
   std::optional<Rec> start_gap_;
+  audit::ObjectRefs objects_;
 };
 
 }  // namespace
 
-AuditVerifyResult verify_audit_log(const AuditVerifyOptions& opt) { return Verifier(opt).run(); }
+AuditVerifyResult verify_audit_log(const AuditVerifyOptions& opt) {
+  Verifier v(opt);
+  AuditVerifyResult res = v.run();
+  // Each distinct object once, after the chain: what the records read up to any damage name.
+  if (opt.objects) res.objects = v.objects().check(audit::objects_dir(opt.log));
+  return res;
+}
 
 }  // namespace sandboxrun

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <utility>
 
 #include "deps_phase.hpp"
 #include "image_resolve.hpp"
@@ -83,9 +84,13 @@ void check_inputs(const RunRequest& req, const SandboxConfig& cfg, const std::st
                 "pass less, or raise input_limit in sandbox.yaml");
 }
 
-json records_to_json(const std::vector<FileRecord>& records) {
+// A manifest for the audit log: each entry says whether its bytes are in the object store.
+json records_to_json(const std::vector<FileRecord>& records, const std::vector<bool>& stored) {
   json a = json::array();
-  for (const auto& r : records) a.push_back(to_json(r));
+  for (size_t i = 0; i < records.size(); ++i) {
+    a.push_back(to_json(records[i]));
+    a.back()["stored"] = i < stored.size() && stored[i];
+  }
   return a;
 }
 
@@ -135,6 +140,14 @@ struct Executor::Impl {
     std::lock_guard lock(audit_mu);
     return audit->store_code(code, name);
   }
+  bool store_file(std::string_view data, const std::string& sha256, bool code = false) const {
+    std::lock_guard lock(audit_mu);
+    return audit->store_file(data, sha256, code);
+  }
+  std::optional<CodeDiff> track_version(const RunRequest& req, const RunResult& r) const {
+    std::lock_guard lock(audit_mu);
+    return audit->track_version(r.caller, req.name, req.code, r.run_id);
+  }
 
   // The script and every .py input, assessed: the most severe verdict wins, and an input's
   // findings name its file. Each of them is kept in the code store (refs in `stored`).
@@ -143,7 +156,9 @@ struct Executor::Impl {
   void prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch) const;
   // Copies what the program left in /work to the output directory (also after a timeout, an
   // OOM kill or a signal: the fd outlives the sandbox).
-  void collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir, const UniqueFd& out_dir) const;
+  // `stored` says, per copied file, whether the object store kept it.
+  void collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir, const UniqueFd& out_dir,
+                           std::vector<bool>& stored) const;
   // Launches the prepared request and records what happened.
   void launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
                          UniqueFd out_dir, MigrationWarmup& warmup, std::chrono::steady_clock::time_point entered) const;
@@ -261,10 +276,14 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   // --output: filled from /work after the run.
   UniqueFd work_dir;
   if (out_dir) launch.on_work_dir = [&work_dir](UniqueFd fd) { work_dir = std::move(fd); };
+  std::vector<bool> inputs_stored;
+  for (size_t i = 0; i < req.inputs.size(); ++i)
+    inputs_stored.push_back(store_file(req.inputs[i].data, r.inputs[i].sha256, is_python(req.inputs[i].path)));
   json start = {{"code", code}, {"trust_requested", to_string(r.decision.requested)}, {"trust_used", to_string(spec.trust)},
                 {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
                 {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
-                {"overridden", r.decision.overridden}, {"inputs", records_to_json(r.inputs)}};
+                {"overridden", r.decision.overridden}, {"inputs", records_to_json(r.inputs, inputs_stored)}};
+  if (std::optional<CodeDiff> diff = track_version(req, r)) start["diff_from"] = *diff;
   if (launch.id_slot) start["id_slot"] = core::id_slot_to_json(launch.id_slot->info());
   append("run_start", r, std::move(start), /*durable=*/false);
   // The record must be on disk before any untrusted code runs, but the sync (an fdatasync, ~5 ms)
@@ -292,7 +311,8 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
               {"verdict", net::to_string(rec.verdict)}, {"reason", rec.reason},
               {"bytes_up", rec.bytes_up}, {"bytes_down", rec.bytes_down}});
   }
-  if (req.output_dir) collect_job_outputs(req, r, work_dir, out_dir);
+  std::vector<bool> outputs_stored;
+  if (req.output_dir) collect_job_outputs(req, r, work_dir, out_dir, outputs_stored);
   const RunOutcome& o = r.outcome;
   r.status = o.status;
   r.exit_code = o.exit_code;
@@ -313,7 +333,7 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   if (!o.degradations.empty()) end["degradations"] = o.degradations;
   if (!net_summary.is_null()) end["network"] = net_summary;
   if (r.outputs) {
-    end["outputs"] = records_to_json(r.outputs->files);
+    end["outputs"] = records_to_json(r.outputs->files, outputs_stored);
     end["outputs_truncated"] = r.outputs->truncated;
     end["outputs_skipped"] = r.outputs->skipped_count;
   }
@@ -325,7 +345,7 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
 }
 
 void Executor::Impl::collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir,
-                                         const UniqueFd& out_dir) const {
+                                         const UniqueFd& out_dir, std::vector<bool>& stored) const {
   const Limits& lim = r.spec->limits;
   if (!work_dir) {
     r.outputs = OutputManifest{};
@@ -335,7 +355,19 @@ void Executor::Impl::collect_job_outputs(const RunRequest& req, RunResult& r, co
   // The script and the inputs come back only when the program changed them.
   std::vector<InputFile> as_given = req.inputs;
   as_given.push_back({sandbox_script_name(req.name), req.code, 0444});
-  r.outputs = collect_outputs(work_dir.get(), out_dir.get(), as_given, {lim.output_files, lim.output_total_bytes});
+  // A file the store cannot keep is still delivered; its manifest entry says stored: false (one
+  // warning: a full disk would otherwise give one per file).
+  auto keep = [&, warned = false](const FileRecord& f, std::string_view data) mutable {
+    try {
+      stored.push_back(store_file(data, f.sha256));
+    } catch (const Error& e) {
+      stored.push_back(false);
+      if (!std::exchange(warned, true))
+        r.warnings.push_back("audit: output " + f.path + " (and any later ones marked stored: false) not kept in "
+                             "the object store: " + e.describe());
+    }
+  };
+  r.outputs = collect_outputs(work_dir.get(), out_dir.get(), as_given, {lim.output_files, lim.output_total_bytes}, keep);
   if (!r.outputs->error.empty()) r.warnings.push_back("--output: " + r.outputs->error);
   if (r.outputs->truncated)
     r.warnings.push_back("--output: " + std::to_string(r.outputs->skipped_count) +

@@ -51,8 +51,9 @@ std::vector<std::string> list_dir(int dir) {
 
 class Collector {
  public:
-  Collector(int out_dir, const std::vector<InputFile>& unchanged, const OutputLimits& limits)
-      : out_dir_(out_dir), limits_(limits) {
+  Collector(int out_dir, const std::vector<InputFile>& unchanged, const OutputLimits& limits,
+            const std::function<void(const FileRecord&, std::string_view)>& on_copied)
+      : out_dir_(out_dir), limits_(limits), on_copied_(on_copied) {
     for (const auto& f : unchanged) inputs_[f.path] = &f;
   }
 
@@ -132,6 +133,7 @@ class Collector {
     bytes_ += data.size();
     path_bytes_ += rel.size();
     m_.files.push_back({rel, data.size(), sha256_hex(data), mode});
+    if (on_copied_) on_copied_(m_.files.back(), data);
   }
 
   // mkdir -p of rel's directories beneath the output directory, each step without following
@@ -153,6 +155,7 @@ class Collector {
 
   int out_dir_;
   const OutputLimits& limits_;
+  const std::function<void(const FileRecord&, std::string_view)>& on_copied_;
   std::map<std::string, const InputFile*> inputs_;
   std::set<std::string> made_;
   uint64_t bytes_ = 0;
@@ -178,8 +181,9 @@ UniqueFd open_output_dir(const std::filesystem::path& dir) {
 }
 
 OutputManifest collect_outputs(int work_dir, int out_dir, const std::vector<InputFile>& unchanged,
-                               const OutputLimits& limits) {
-  Collector c(out_dir, unchanged, limits);
+                               const OutputLimits& limits,
+                               const std::function<void(const FileRecord&, std::string_view)>& on_copied) {
+  Collector c(out_dir, unchanged, limits, on_copied);
   OutputManifest m;
   try {
     c.walk(work_dir, "", 0);

@@ -42,6 +42,7 @@ TEST_F(AuditConfigTest, ShippedFileLoads) {
   EXPECT_EQ(c.sync_batch, 64u);
   EXPECT_EQ(c.rotate_max_bytes, 64ull << 20);
   EXPECT_TRUE(c.store_code);
+  EXPECT_TRUE(c.store_files);
 }
 
 TEST_F(AuditConfigTest, ParsesEveryKey) {
@@ -51,6 +52,7 @@ sync: each
 sync_batch: 8
 key_file: /etc/sandboxrun/audit.key
 store_code: false
+store_files: false
 checkpoint: {every: 10, anchor: /var/lib/anchor, syslog: true}
 rotation: {max_size: 1m, max_age: 7d, keep_files: 3, keep_age: 2w}
 )"));
@@ -59,6 +61,7 @@ rotation: {max_size: 1m, max_age: 7d, keep_files: 3, keep_age: 2w}
   EXPECT_EQ(c.sync_batch, 8u);
   EXPECT_EQ(c.key_file, "/etc/sandboxrun/audit.key");
   EXPECT_FALSE(c.store_code);
+  EXPECT_FALSE(c.store_files);
   EXPECT_EQ(c.checkpoint_every, 10u);
   EXPECT_EQ(c.anchor, "/var/lib/anchor");
   EXPECT_TRUE(c.syslog);

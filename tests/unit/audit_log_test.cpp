@@ -570,11 +570,12 @@ TEST(AuditLogApi, StoresCodeContentAddressed) {
   EXPECT_EQ(fs::status(dir.path() / "objects").permissions() & fs::perms::all, fs::perms::owner_all);
   EXPECT_EQ(log.store_code("print(1)\n", "other.py").sha256, ref.sha256);
   json j = ref;
-  EXPECT_EQ(j, (json{{"name", "job.py"}, {"sha256", ref.sha256}, {"size", 9}}));
+  EXPECT_EQ(j, (json{{"name", "job.py"}, {"sha256", ref.sha256}, {"size", 9}, {"stored", true}}));
   auto cfg = test_config();
   cfg.store_code = false;
   auto nostore = AuditLog::open(cfg, dir.path() / "b" / "audit.log");
   EXPECT_EQ(nostore.store_code("x", "x.py").size, 1u);
+  EXPECT_FALSE(nostore.store_code("x", "x.py").stored);
   EXPECT_FALSE(fs::exists(dir.path() / "b" / "objects"));
 }
 
@@ -876,9 +877,12 @@ class AuditCommand : public ::testing::Test {
     auto log = AuditLog::open(test_config(), path_);
     for (int i = 0; i < 2; ++i) {
       std::string id = "run-" + std::to_string(i);
-      auto code = log.store_code(i == 0 ? "print(1)\nprint('same')\n" : "print(2)\nprint('same')\n", "job.py");
+      const std::string text = i == 0 ? "print(1)\nprint('same')\n" : "print(2)\nprint('same')\n";
+      auto code = log.store_code(text, "job.py");
       log.append("assessment", id, {{"level", "LOW"}, {"score", 3}, {"code", code}});
-      log.append("run_start", id, {{"trust_used", "untrusted"}, {"code", code}}, true);
+      json start = {{"trust_used", "untrusted"}, {"code", code}};
+      if (auto diff = log.track_version(std::nullopt, "job.py", text, id)) start["diff_from"] = *diff;
+      log.append("run_start", id, start, true);
       log.append("run_end", id, {{"status", "exited"}, {"exit_code", i}, {"duration_ms", 120},
                                  {"memory_peak_bytes", 10 << 20}, {"code", code}});
     }
@@ -933,12 +937,13 @@ TEST_F(AuditCommand, ShowTableRunAndDiff) {
   EXPECT_EQ(s["duration_ms"], 120);
   EXPECT_EQ(run({"show", "--log", path_.string(), "--run", "run-1", "--json"}, &out), 0);
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3);
-  EXPECT_EQ(run({"show", "--log", path_.string(), "--run", "run-1", "--diff"}, &out), 0);
-  EXPECT_NE(out.find("-print(1)"), std::string::npos) << out;
-  EXPECT_NE(out.find("+print(2)"), std::string::npos) << out;
-  EXPECT_NE(out.find("job.py (run run-0)"), std::string::npos) << out;
-  EXPECT_EQ(run({"show", "--log", path_.string(), "--run", "run-0", "--diff"}, &out), 0);
-  EXPECT_NE(out.find("no earlier run"), std::string::npos) << out;
+  EXPECT_EQ(run({"show", "--log", path_.string(), "--diff", "run-1"}, &out), 0);
+  EXPECT_NE(out.find("\n-print(1)\n+print(2)\n print('same')\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("--- job.py\trun run-0 sha256:"), std::string::npos) << out;
+  EXPECT_NE(out.find("+++ job.py\trun run-1 sha256:"), std::string::npos) << out;
+  EXPECT_NE(out.find("@@ -1,2 +1,2 @@"), std::string::npos) << out;
+  // The first version has nothing to diff against.
+  EXPECT_EQ(run({"show", "--log", path_.string(), "--diff", "run-0"}, &out), 1);
   EXPECT_EQ(run({"show", "--log", path_.string(), "--run", "nope"}), 1);
 }
 
