@@ -38,6 +38,12 @@ add_custom_command(
   VERBATIM)
 add_custom_target(sandboxrun_archive ALL DEPENDS ${CMAKE_BINARY_DIR}/libsandboxrun.a)
 install(FILES ${CMAKE_BINARY_DIR}/libsandboxrun.a DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# A stripped install (`cmake --install --strip`, the .deb) drops the archive's debug sections:
+# CMake strips executables only, and they are nine tenths of the archive's size.
+install(CODE "if(CMAKE_INSTALL_DO_STRIP)
+  execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug
+    \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libsandboxrun.a\" COMMAND_ERROR_IS_FATAL ANY)
+endif()")
 
 # The public API: executor.hpp and what its types are made of.
 install(FILES
