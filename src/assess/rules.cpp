@@ -5,6 +5,7 @@
 
 #include "internal.hpp"
 #include "assess/assess_rules.hpp"
+#include "assess/regex_prefilter.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "common/yaml_strict.hpp"
@@ -152,7 +153,8 @@ const char* to_string(Severity s) noexcept {
 }
 
 struct Pattern::Compiled {
-  std::once_flag once;
+  std::once_flag filter_once, once;
+  RegexPrefilter filter;
   std::regex re;
 };
 
@@ -170,6 +172,14 @@ std::regex build_regex(std::string_view text) {
 }  // namespace
 
 bool Pattern::search(std::string_view s) const {
+  // Most texts cannot match: they are turned away without running (or compiling) the regex.
+  std::call_once(compiled_->filter_once, [&] {
+    std::string_view body = text;
+    const bool icase = body.starts_with("(?i)");
+    if (icase) body.remove_prefix(4);
+    compiled_->filter = regex_prefilter(body, icase);
+  });
+  if (!compiled_->filter.may_match(s)) return false;
   std::call_once(compiled_->once, [&] {
     // A deferred text was validated when its cache entry was built; should it still fail,
     // the pattern matches nothing rather than throw out of an assessment.
