@@ -66,17 +66,12 @@ bool better(const std::set<std::string>& a, const std::set<std::string>& b) {
   return la != lb ? la > lb : a.size() <= b.size();
 }
 
-Info concat(const Info& a, const Info& b) {
-  if (a.exact && b.exact && a.set.size() * b.set.size() <= kMaxSet) {
-    Info r;
-    r.exact = true;
-    for (const auto& x : a.set)
-      for (const auto& y : b.set) r.set.insert(x + y);
-    r.min = add(a.min, b.min);
-    return r;
-  }
-  Info na = needs(a), nb = needs(b);
-  Info r = better(na.set, nb.set) ? std::move(na) : std::move(nb);
+// Two exactly known parts one after the other: every pairing.
+Info product(const Info& a, const Info& b) {
+  Info r;
+  r.exact = true;
+  for (const auto& x : a.set)
+    for (const auto& y : b.set) r.set.insert(x + y);
   r.min = add(a.min, b.min);
   return r;
 }
@@ -138,14 +133,33 @@ class Parser {
     return r;
   }
 
+  // A sequence of parts. Runs of exactly known parts are multiplied out ("\\.pth" after a
+  // class gives ".pth", not "."); each run, and each other part's own needs, is a candidate,
+  // and the best candidate is what the sequence needs (every match contains all of them).
   std::optional<Info> alternative(int depth) {
-    Info r = exact("");
+    Info run = exact(""), best = any(0);
+    bool all_exact = true;
+    size_t min = 0;
+    auto keep = [&](Info candidate) {
+      if (better(candidate.set, best.set)) best.set = std::move(candidate.set);
+    };
     while (!at_end() && peek() != '|' && peek() != ')') {
       std::optional<Info> t = term(depth);
       if (!t) return std::nullopt;
-      r = concat(r, *t);
+      min = add(min, t->min);
+      if (t->exact && run.set.size() * t->set.size() <= kMaxSet) {
+        run = product(run, *t);
+        continue;
+      }
+      all_exact = false;
+      keep(needs(run));
+      run = t->exact ? *t : exact("");
+      if (!t->exact) keep(*t);
     }
-    return r;
+    if (all_exact) return run;
+    keep(needs(run));
+    best.min = min;
+    return best;
   }
 
   std::optional<Info> term(int depth) {

@@ -48,6 +48,14 @@ TEST(AssessPrefilter, AlternativesBecomeNeedlesAndTurnAwayOtherTexts) {
   EXPECT_FALSE(f.may_match(""));
 }
 
+TEST(AssessPrefilter, ExactRunsAfterAnUnknownPartStayWhole) {
+  const auto f = filter("[A-Za-z0-9_-]\\.pth$|(site|user)customize\\.py$");
+  EXPECT_TRUE(has(f, ".pth"));
+  EXPECT_TRUE(has(f, "sitecustomize.py"));
+  EXPECT_FALSE(f.may_match("service.0"));
+  EXPECT_TRUE(f.may_match("evil.pth"));
+}
+
 TEST(AssessPrefilter, MinimumLengthTurnsAwayShortTexts) {
   const auto f = filter("^[48][0-9AB][1-9A-HJ-NP-Za-km-z]{93}$");
   EXPECT_EQ(f.min_length, 95u);
