@@ -1,7 +1,8 @@
-// Rule lookup by name is memoised per file: what a bare name means changes with a star import
-// (from os import *), so a name seen before the import is looked up again after it.
+// Rule lookup by name: memoised per file, though what a bare name means changes with a star
+// import (from os import *); and by canonical spelling, which most names take a shortcut to.
 #include <gtest/gtest.h>
 
+#include "assess/internal.hpp"
 #include "sandboxrun/assess.hpp"
 
 using namespace sandboxrun;
@@ -27,4 +28,22 @@ TEST(AssessLookup, ANameSeenBeforeAStarImportMeansTheModulesNameAfterIt) {
       EXPECT_GE(f.line, 3);
     }
   }
+}
+
+// Names are looked up by their canonical spelling; most have nothing to rewrite and take a
+// shortcut, which must not skip any rewrite.
+TEST(AssessLookup, CanonicalSpellings) {
+  using assess::detail::canonical;
+  EXPECT_EQ(canonical("os.system"), "os.system");
+  EXPECT_EQ(canonical("self.log.warning"), "self.log.warning");
+  EXPECT_EQ(canonical("builtins.eval"), "eval");
+  EXPECT_EQ(canonical("__builtins__.exec"), "exec");
+  EXPECT_EQ(canonical("__main__.__builtins__.builtins.eval"), "eval");
+  EXPECT_EQ(canonical("os.__dict__.system"), "os.system");
+  EXPECT_EQ(canonical("os.system.__call__"), "os.system");
+  EXPECT_EQ(canonical("posix.system"), "os.system");
+  EXPECT_EQ(canonical("nt.spawnv"), "os.spawnv");
+  EXPECT_EQ(canonical("subprocess.os.system"), "os.system");
+  EXPECT_EQ(canonical("shutil.os.system"), "os.system");
+  EXPECT_EQ(canonical("builtins."), "builtins.");
 }
