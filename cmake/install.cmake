@@ -48,7 +48,7 @@ install(FILES
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sandboxrun)
 
 # What a static link of the library needs from the system (the shared forms of the libraries).
-set(SANDBOXRUN_PC_LIBS "-lseccomp -lcap -larchive -lz -lyaml-cpp -lpthread")
+set(SANDBOXRUN_PC_LIBS "-lseccomp -lcap -larchive -lz -lyaml-cpp -lssl -lcrypto -lpthread")
 configure_file(cmake/sandboxrun.pc.in ${CMAKE_BINARY_DIR}/sandboxrun.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/sandboxrun.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 configure_file(cmake/sandboxrunConfig.cmake.in ${CMAKE_BINARY_DIR}/sandboxrunConfig.cmake @ONLY)

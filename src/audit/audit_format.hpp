@@ -51,7 +51,7 @@ void append_canonical(std::string& out, const nlohmann::json& j, CanonicalInfo& 
 void append_canonical_string(std::string& out, std::string_view s, CanonicalInfo& info);
 
 // SHA-256 (unkeyed) or HMAC-SHA256 (keyed) of the concatenation of up to two spans, as
-// lowercase hex. Keeps the keyed state between records, so one hasher per thread.
+// lowercase hex. Reuses one OpenSSL context, so one hasher per thread.
 class RecordHasher {
  public:
   RecordHasher();                                // SHA-256

@@ -1,14 +1,16 @@
-// Canonical serialization, record hashing (SHA-256 or HMAC-SHA256) and the strict
-// canonical-JSON scanner that verify, tail and repair use instead of a full JSON parser (it is
-// several times faster and rejects anything canonical() could not have produced).
+// Canonical serialization, record hashing (OpenSSL EVP) and the strict canonical-JSON scanner
+// that verify, tail and repair use instead of a full JSON parser (it is several times faster
+// and rejects anything canonical() could not have produced).
 #include "audit/audit_format.hpp"
+
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
 
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <optional>
 
-#include "common/sha256.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun::audit {
@@ -28,36 +30,72 @@ void to_hex(const unsigned char* bytes, size_t n, char* out) {
   }
 }
 
+[[noreturn]] void openssl_fail(const char* what) {
+  throw Error(std::string("OpenSSL: ") + what + " failed",
+              "check that libcrypto is installed and supports SHA-256/HMAC");
+}
+
 }  // namespace
 
 struct RecordHasher::Impl {
-  std::optional<HmacSha256> mac;
+  EVP_MD* md = nullptr;
+  EVP_MD_CTX* md_ctx = nullptr;
+  EVP_MAC* mac = nullptr;
+  EVP_MAC_CTX* mac_ctx = nullptr;
+
+  ~Impl() {
+    EVP_MAC_CTX_free(mac_ctx);
+    EVP_MAC_free(mac);
+    EVP_MD_CTX_free(md_ctx);
+    EVP_MD_free(md);
+  }
 };
 
-RecordHasher::RecordHasher() : impl_(std::make_unique<Impl>()) {}
+RecordHasher::RecordHasher() : impl_(std::make_unique<Impl>()) {
+  impl_->md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  impl_->md_ctx = EVP_MD_CTX_new();
+  if (!impl_->md || !impl_->md_ctx) openssl_fail("SHA-256 setup");
+}
 
-RecordHasher::RecordHasher(std::string_view key) : impl_(std::make_unique<Impl>()) { impl_->mac.emplace(key); }
+RecordHasher::RecordHasher(std::string_view key) : impl_(std::make_unique<Impl>()) {
+  impl_->mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  if (!impl_->mac) openssl_fail("HMAC fetch");
+  impl_->mac_ctx = EVP_MAC_CTX_new(impl_->mac);
+  if (!impl_->mac_ctx) openssl_fail("HMAC context");
+  char digest_name[] = "SHA256";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
+                         OSSL_PARAM_construct_end()};
+  if (EVP_MAC_init(impl_->mac_ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+                   params) != 1)
+    openssl_fail("HMAC-SHA256 init");
+}
 
 RecordHasher::RecordHasher(RecordHasher&&) noexcept = default;
 RecordHasher& RecordHasher::operator=(RecordHasher&&) noexcept = default;
 RecordHasher::~RecordHasher() = default;
 
-bool RecordHasher::keyed() const noexcept { return impl_->mac.has_value(); }
+bool RecordHasher::keyed() const noexcept { return impl_->mac_ctx != nullptr; }
 
 HexDigest RecordHasher::digest(std::string_view a, std::string_view b) {
-  std::string raw;
-  if (impl_->mac) {
-    impl_->mac->update(a);
-    impl_->mac->update(b);
-    raw = impl_->mac->final_raw();
+  unsigned char raw[EVP_MAX_MD_SIZE];
+  if (impl_->mac_ctx) {
+    size_t len = 0;
+    // Re-initialising with a null key keeps the key and resets the state.
+    if (EVP_MAC_init(impl_->mac_ctx, nullptr, 0, nullptr) != 1 ||
+        EVP_MAC_update(impl_->mac_ctx, reinterpret_cast<const unsigned char*>(a.data()), a.size()) != 1 ||
+        EVP_MAC_update(impl_->mac_ctx, reinterpret_cast<const unsigned char*>(b.data()), b.size()) != 1 ||
+        EVP_MAC_final(impl_->mac_ctx, raw, &len, sizeof raw) != 1 || len != 32)
+      openssl_fail("HMAC-SHA256");
   } else {
-    Sha256 sha;
-    sha.update(a);
-    sha.update(b);
-    raw = sha.final_raw();
+    unsigned len = 0;
+    if (EVP_DigestInit_ex(impl_->md_ctx, impl_->md, nullptr) != 1 ||
+        EVP_DigestUpdate(impl_->md_ctx, a.data(), a.size()) != 1 ||
+        EVP_DigestUpdate(impl_->md_ctx, b.data(), b.size()) != 1 ||
+        EVP_DigestFinal_ex(impl_->md_ctx, raw, &len) != 1 || len != 32)
+      openssl_fail("SHA-256");
   }
   HexDigest out;
-  to_hex(reinterpret_cast<const unsigned char*>(raw.data()), raw.size(), out.data());
+  to_hex(raw, 32, out.data());
   return out;
 }
 

@@ -1,9 +1,9 @@
-// SHA-256 (FIPS 180-4), one-shot and incremental, and HMAC-SHA256 (RFC 2104). The CPU's SHA
-// instructions where it has them: the rules file and its cache entry (~120 KB) are hashed on
-// every `assess`, which took ~0.3 ms of a 2.3 ms start in portable code.
+// SHA-256 (FIPS 180-4) of a byte string, without OpenSSL: initialising libcrypto's providers
+// costs more than hashing a config or a cached rules file, on every start of the command.
+// The CPU's SHA instructions where it has them: the rules file and its cache entry (~120 KB)
+// are hashed on every `assess`, which took ~0.3 ms of a 2.3 ms start in portable code.
 #include "common/sha256.hpp"
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -26,7 +26,7 @@ alignas(16) constexpr uint32_t kK[64] = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-using Compress = Sha256::Compress;
+using Compress = void (*)(uint32_t h[8], const unsigned char* p, size_t blocks);
 
 uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
@@ -99,93 +99,47 @@ __attribute__((target("sha,sse4.1,ssse3"))) void compress_sha_ni(uint32_t h[8], 
 // Two cpuid leaves, asked once (libgcc's __builtin_cpu_supports probes a dozen: in a VM each
 // cpuid is a trap to the hypervisor).
 Compress best_compress() {
-  static const Compress best = [] {
 #if defined(__x86_64__)
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    const bool ssse3_sse41 = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSSE3) && (c & bit_SSE4_1);
-    if (ssse3_sse41 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA)) return compress_sha_ni;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool ssse3_sse41 = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSSE3) && (c & bit_SSE4_1);
+  if (ssse3_sse41 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA)) return compress_sha_ni;
 #endif
-    return compress_portable;
-  }();
-  return best;
+  return compress_portable;
+}
+
+std::string digest(std::string_view data, Compress compress) {
+  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+  const size_t full = data.size() / 64;
+  compress(h, bytes, full);
+  // The tail, a 0x80 byte, zeros, and the length in bits (big-endian) in one or two blocks.
+  unsigned char tail[128] = {};
+  const size_t rest = data.size() - full * 64;
+  std::memcpy(tail, bytes + full * 64, rest);
+  tail[rest] = 0x80;
+  const size_t tail_len = rest + 9 <= 64 ? 64 : 128;
+  const uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
+  for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
+  compress(h, tail, tail_len / 64);
+  std::string out(32, '\0');
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<char>(h[i] >> (24 - 8 * j));
+  return out;
 }
 
 }  // namespace
 
-Sha256::Sha256() noexcept : Sha256(best_compress()) {}
-
-Sha256::Sha256(Compress compress) noexcept
-    : compress_(compress), h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
-
-void Sha256::update(std::string_view data) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
-  size_t n = data.size();
-  total_ += n;
-  if (buf_len_ > 0) {
-    const size_t take = std::min(n, sizeof buf_ - buf_len_);
-    std::memcpy(buf_ + buf_len_, p, take);
-    buf_len_ += take;
-    p += take;
-    n -= take;
-    if (buf_len_ < sizeof buf_) return;
-    compress_(h_, buf_, 1);
-    buf_len_ = 0;
-  }
-  compress_(h_, p, n / 64);
-  std::memcpy(buf_, p + n / 64 * 64, n % 64);
-  buf_len_ = n % 64;
-}
-
-std::string Sha256::final_raw() noexcept {
-  // A 0x80 byte, zeros, and the length in bits (big-endian) in one or two blocks.
-  unsigned char tail[128] = {};
-  std::memcpy(tail, buf_, buf_len_);
-  tail[buf_len_] = 0x80;
-  const size_t tail_len = buf_len_ + 9 <= 64 ? 64 : 128;
-  const uint64_t bits = total_ * 8;
-  for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  compress_(h_, tail, tail_len / 64);
-  std::string out(32, '\0');
-  for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<char>(h_[i] >> (24 - 8 * j));
-  return out;
-}
-
-HmacSha256::HmacSha256(std::string_view key) noexcept {
-  unsigned char block[64] = {};
-  if (key.size() > sizeof block) {
-    const std::string k = sha256_raw(key);
-    std::memcpy(block, k.data(), k.size());
-  } else {
-    std::memcpy(block, key.data(), key.size());
-  }
-  unsigned char pad[64];
-  for (size_t i = 0; i < sizeof pad; ++i) pad[i] = block[i] ^ 0x36;
-  inner_start_.update({reinterpret_cast<const char*>(pad), sizeof pad});
-  for (size_t i = 0; i < sizeof pad; ++i) pad[i] = block[i] ^ 0x5c;
-  outer_start_.update({reinterpret_cast<const char*>(pad), sizeof pad});
-  inner_ = inner_start_;
-}
-
-std::string HmacSha256::final_raw() noexcept {
-  const std::string inner = inner_.final_raw();
-  inner_ = inner_start_;
-  Sha256 outer = outer_start_;
-  outer.update(inner);
-  return outer.final_raw();
-}
-
-Sha256::Compress detail::sha256_portable() noexcept { return compress_portable; }
-
 std::string sha256_raw(std::string_view data) {
-  Sha256 s;
-  s.update(data);
-  return s.final_raw();
+  static const Compress compress = best_compress();
+  return digest(data, compress);
 }
 
-std::string to_hex(std::string_view raw) {
+std::string detail::sha256_raw_portable(std::string_view data) { return digest(data, compress_portable); }
+
+std::string sha256_hex(std::string_view data) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(2 * raw.size(), '0');
+  const std::string raw = sha256_raw(data);
+  std::string out(64, '0');
   for (size_t i = 0; i < raw.size(); ++i) {
     const auto b = static_cast<unsigned char>(raw[i]);
     out[2 * i] = kHex[b >> 4];
@@ -193,7 +147,5 @@ std::string to_hex(std::string_view raw) {
   }
   return out;
 }
-
-std::string sha256_hex(std::string_view data) { return to_hex(sha256_raw(data)); }
 
 }  // namespace sandboxrun

@@ -3,6 +3,7 @@
 // trusted to be what its name says until the manifest walk has checked its type.
 #include <dirent.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,16 +50,26 @@ std::string random_name() {
 
 // sha256 of an open file, streamed.
 std::string hash_fd(int fd) {
-  Sha256 sha;
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw Error("cannot start a sha256 digest");
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw_errno("cannot read a cached file");
     if (n == 0) break;
-    sha.update({buf, static_cast<size_t>(n)});
+    EVP_DigestUpdate(ctx.get(), buf, static_cast<size_t>(n));
   }
-  return to_hex(sha.final_raw());
+  unsigned char raw[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), raw, &len);
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += hex[raw[i] >> 4];
+    out += hex[raw[i] & 15];
+  }
+  return out;
 }
 
 struct Walk {

@@ -1,9 +1,8 @@
-// Digests ("sha256:<hex>") and streaming hashing (common/sha256.hpp, common/sha512.hpp).
-#include <algorithm>
-#include <variant>
+// Digests ("sha256:<hex>") and streaming hashing with OpenSSL EVP.
+#include <openssl/evp.h>
 
-#include "common/sha256.hpp"
-#include "common/sha512.hpp"
+#include <algorithm>
+#include <array>
 
 #include "sandboxrun/error.hpp"
 #include "image/image_oci.hpp"
@@ -12,7 +11,11 @@ namespace sandboxrun::image {
 
 namespace {
 
-bool supported(std::string_view algorithm) { return algorithm == "sha256" || algorithm == "sha512"; }
+const EVP_MD* evp_for(std::string_view algorithm) {
+  if (algorithm == "sha256") return EVP_sha256();
+  if (algorithm == "sha512") return EVP_sha512();
+  return nullptr;
+}
 
 size_t hex_length(std::string_view algorithm) { return algorithm == "sha256" ? 64 : 128; }
 
@@ -28,7 +31,7 @@ Digest Digest::parse(std::string_view text, std::string_view what) {
   if (colon == std::string_view::npos) return fail();
   const auto algorithm = text.substr(0, colon);
   const auto hex = text.substr(colon + 1);
-  if (!supported(algorithm) || hex.size() != hex_length(algorithm)) return fail();
+  if (!evp_for(algorithm) || hex.size() != hex_length(algorithm)) return fail();
   if (!std::all_of(hex.begin(), hex.end(),
                    [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
     return fail();
@@ -37,13 +40,17 @@ Digest Digest::parse(std::string_view text, std::string_view what) {
 
 struct Hasher::Impl {
   std::string algorithm;
-  std::variant<Sha256, Sha512> state;
+  EVP_MD_CTX* ctx = nullptr;
+  ~Impl() { EVP_MD_CTX_free(ctx); }
 };
 
 Hasher::Hasher(std::string_view algorithm) : impl_(std::make_unique<Impl>()) {
-  if (!supported(algorithm)) throw Error("unsupported digest algorithm '" + std::string(algorithm) + "'");
+  const EVP_MD* md = evp_for(algorithm);
+  if (!md) throw Error("unsupported digest algorithm '" + std::string(algorithm) + "'");
   impl_->algorithm = std::string(algorithm);
-  if (algorithm == "sha512") impl_->state = Sha512();
+  impl_->ctx = EVP_MD_CTX_new();
+  if (!impl_->ctx || EVP_DigestInit_ex(impl_->ctx, md, nullptr) != 1)
+    throw Error("OpenSSL: cannot initialise " + impl_->algorithm);
 }
 
 Hasher::~Hasher() = default;
@@ -51,12 +58,23 @@ Hasher::Hasher(Hasher&&) noexcept = default;
 Hasher& Hasher::operator=(Hasher&&) noexcept = default;
 
 void Hasher::update(const void* data, size_t len) {
-  const std::string_view bytes(static_cast<const char*>(data), len);
-  std::visit([&](auto& h) { h.update(bytes); }, impl_->state);
+  if (len && EVP_DigestUpdate(impl_->ctx, data, len) != 1)
+    throw Error("OpenSSL: " + impl_->algorithm + " update failed");
 }
 
 Digest Hasher::finish() {
-  return Digest{impl_->algorithm, to_hex(std::visit([](auto& h) { return h.final_raw(); }, impl_->state))};
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(impl_->ctx, md.data(), &len) != 1)
+    throw Error("OpenSSL: " + impl_->algorithm + " final failed");
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(len * 2);
+  for (unsigned i = 0; i < len; ++i) {
+    hex.push_back(digits[md[i] >> 4]);
+    hex.push_back(digits[md[i] & 15]);
+  }
+  return Digest{impl_->algorithm, std::move(hex)};
 }
 
 }  // namespace sandboxrun::image

@@ -51,7 +51,7 @@ struct Digest {
   bool operator==(const Digest&) const = default;
 };
 
-// Streaming hash for a digest algorithm ("sha256", "sha512").
+// Streaming hash (OpenSSL EVP) for a digest algorithm ("sha256", "sha512").
 class Hasher {
  public:
   explicit Hasher(std::string_view algorithm);
