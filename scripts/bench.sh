@@ -162,19 +162,45 @@ parallel() {
 assess() {
   echo "== assessor vs bandit (same generated files)"
   "$bin/src/assess/sandboxrun_assess_bench" --out "$work" | sed 's/^/  /'
-  # Whole processes, as a user or a CI job runs them: rules load included.
-  local f="$work/lines_1000.py" n=20 one batch bandit_ms
+  # Whole processes, as a user or a CI job runs them: rules load included. hyperfine -N starts
+  # each directly (a shell and date(1) around every run add ~1.7 ms, more than half of it).
+  local f="$work/lines_1000.py" small="$work/lines_20.py" n=${RUNS:-50}
   [ -f "$f" ] || { echo "  (no generated 1,000-line file)"; return; }
-  one=$(median_ms $n "$sandboxrun" assess --json --config-dir "$root/config" "$f")
-  local -a many=(); for ((i = 0; i < 100; i++)); do many+=("$f"); done
-  batch=$(median_ms 5 "$sandboxrun" assess --json --config-dir "$root/config" "${many[@]}")
-  batch=$(awk -v b="$batch" 'BEGIN { printf "%.2f", b / 100 }')
-  row "whole process: sandboxrun assess --json (1,000 lines)" "$one"
-  row "batch: sandboxrun assess --json, 100 files, per file" "$batch"
+  head -n 20 "$f" >"$small"
+  local many="" i
+  for ((i = 0; i < 100; i++)); do many+=" $f"; done
+  local -a cmds=(
+    -n "sandboxrun 1000" "$sandboxrun assess --json --config-dir $root/config $f"
+    -n "sandboxrun 20" "$sandboxrun assess --json --config-dir $root/config $small"
+  )
+  hyperfine -N --warmup 5 --runs "$n" --export-json "$work/assess.json" "${cmds[@]}" >/dev/null 2>&1
+  hyperfine -N --warmup 1 --runs 5 --export-json "$work/assess-batch.json" -n batch \
+    "$sandboxrun assess --json --config-dir $root/config$many" >/dev/null 2>&1
   if command -v bandit >/dev/null; then
-    bandit_ms=$(median_ms 5 bandit -q -f json "$f")
-    row "whole process: bandit -f json (same file)" "$bandit_ms" "sandboxrun $(ratio "$bandit_ms" "$one") faster"
+    # Bandit exits 1 when it reports findings (-i).
+    hyperfine -N -i --warmup 1 --runs "${BANDIT_RUNS:-5}" --export-json "$work/assess-bandit.json" \
+      -n "bandit 1000" "bandit -q -f json $f" -n "bandit 20" "bandit -q -f json $small" >/dev/null 2>&1
   fi
+  python3 - "$work" <<'PY'
+import json, os, statistics, sys
+res = {}
+for name in ("assess.json", "assess-batch.json", "assess-bandit.json"):
+    p = os.path.join(sys.argv[1], name)
+    if os.path.exists(p):
+        for r in json.load(open(p))["results"]:
+            res[r["command"]] = (statistics.median(r["times"]) * 1000, (r["user"] + r["system"]) * 1000)
+print("  whole process (hyperfine -N)              median wall   mean cpu")
+rows = [("sandboxrun assess --json, 1,000 lines", "sandboxrun 1000"), ("sandboxrun assess --json, 20 lines", "sandboxrun 20"),
+        ("bandit -q -f json, 1,000 lines", "bandit 1000"), ("bandit -q -f json, 20 lines", "bandit 20")]
+for label, key in rows:
+    if key in res:
+        print("  %-44s %8.2f ms %8.2f ms" % (label, *res[key]))
+wall, cpu = res["batch"]
+print("  %-44s %8.2f ms %8.2f ms" % ("batch: 100 files in one call, per file", wall / 100, cpu / 100))
+for size, target in (("1000", " (target: >= 100x, and under 5 ms)"), ("20", "")):
+    if "bandit " + size in res:
+        print("  %s lines: sandboxrun %.0fx faster than bandit%s" % (size, res["bandit " + size][0] / res["sandboxrun " + size][0], target))
+PY
   echo "  own corpus (tests/fixtures/assess, labels from the policy):"
   "$bin/tests/unit_assess_corpus_test" 2>/dev/null | grep '^assess corpus' | sed 's/^/    /'
 }

@@ -22,7 +22,9 @@ const char* to_string(Severity s) noexcept;
 // A regular expression (ECMAScript; a leading "(?i)" makes it case-insensitive) applied to
 // at most 4 KiB at a time, so its cost and stack use stay bounded on any input.
 // Compiled on first use: a file meets few of the rules, and compiling every expression at
-// start-up was a large share of a cached load. Copies share one compiled form (thread-safe).
+// start-up was a large share of a cached load. A text that lacks what every match needs
+// (regex_prefilter.hpp) is answered without the regex. Copies share one compiled form
+// (thread-safe).
 struct Pattern {
   std::string text;
   // Throws std::regex_error when `text` is not a valid expression (compiled now, to check it).

@@ -7,6 +7,7 @@
 #include "assess/assess_rules.hpp"
 #include "assess/assess_override.hpp"
 #include "assess/assess_rules_cache.hpp"
+#include "assess/config_cache.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "common/yaml_strict.hpp"
@@ -25,18 +26,11 @@ std::optional<Trust> trust_named(const std::string& s) {
   return std::nullopt;
 }
 
-}  // namespace
-
-SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
-                                    const std::filesystem::path& project_root) {
+// The settings of security.yaml's `text` (everything but the rules themselves); `tried` gets
+// where the rules file was looked for.
+SecurityConfig parse_settings(const std::filesystem::path& security_yaml, const std::filesystem::path& project_root,
+                              const std::string& text, std::vector<std::filesystem::path>& tried) {
   const StrictYaml y(security_yaml);
-  std::string text;
-  try {
-    text = read_file(security_yaml.string());
-  } catch (const Error& e) {
-    throw Error(security_yaml.string() + ": cannot read the security configuration",
-                "create it or point --config-dir at the directory that holds it", e.sys_errno());
-  }
   const YAML::Node root = y.parse(text);
   SecurityConfig cfg;
   cfg.source = security_yaml;
@@ -46,7 +40,6 @@ SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
     {
       const YAML::Node n = y.require(root, "", "rules", "the path of the assessor rules file");
       const std::filesystem::path rel = y.scalar(n, "rules", "a path");
-      std::vector<std::filesystem::path> tried;
       if (rel.is_absolute()) {
         tried.push_back(rel);
       } else {
@@ -156,8 +149,29 @@ SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
   } catch (const YAML::Exception& e) {
     throw Error(y.where(e.mark) + ": " + e.msg, "fix " + security_yaml.string());
   }
-  if (auto dir = assess::default_cache_dir()) {
-    assess::CachedRules c = assess::load_rules_cached(cfg.rules_path, *dir);
+  return cfg;
+}
+
+}  // namespace
+
+SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
+                                    const std::filesystem::path& project_root) {
+  std::string text;
+  try {
+    text = read_file(security_yaml.string());
+  } catch (const Error& e) {
+    throw Error(security_yaml.string() + ": cannot read the security configuration",
+                "create it or point --config-dir at the directory that holds it", e.sys_errno());
+  }
+  SecurityConfig cfg;
+  const std::optional<std::filesystem::path> cache_dir = assess::default_cache_dir();
+  if (!cache_dir || !assess::load_cached_settings(security_yaml, project_root, text, *cache_dir, cfg)) {
+    std::vector<std::filesystem::path> tried;
+    cfg = parse_settings(security_yaml, project_root, text, tried);
+    if (cache_dir) assess::store_cached_settings(security_yaml, project_root, text, *cache_dir, cfg, tried);
+  }
+  if (cache_dir) {
+    assess::CachedRules c = assess::load_rules_cached(cfg.rules_path, *cache_dir);
     cfg.rules_cache_note = std::move(c.note);
     cfg.rules = std::make_shared<const assess::RuleSet>(std::move(c.rules));
   } else {

@@ -30,6 +30,7 @@ std::string canonical(std::string_view qual);
 
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 #include "sandboxrun/assess.hpp"
@@ -56,6 +57,9 @@ class RuleEngine final : public EventSink {
  private:
   template <class Fn>
   void lookup(std::string_view name, bool calls, Fn&& fn);
+  // What lookup() yields for `name`, in its order. Names recur through a file (self.log.info,
+  // open, os.path.join): each is looked up once, not once per use.
+  const std::vector<size_t>& candidates(std::string_view name, bool calls);
   void fire(size_t rule, uint32_t line, std::string_view detail);
 
   const RuleSet& rules_;
@@ -68,6 +72,8 @@ class RuleEngine final : public EventSink {
   std::vector<State> state_;
   std::map<std::string, uint32_t, std::less<>> tags_;  // tag -> first line
   std::vector<std::string> star_modules_;
+  using Memo = std::unordered_map<std::string, std::vector<size_t>, RuleSet::NameHash, std::equal_to<>>;
+  Memo call_candidates_, reference_candidates_;  // cleared when star_modules_ changes
   std::vector<Finding> findings_;
 };
 

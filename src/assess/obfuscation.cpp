@@ -265,6 +265,11 @@ bool is_entropy_blob(std::string_view s, const AnalyzerLimits& limits) noexcept 
 }
 
 std::string canonical(std::string_view qual) {
+  // Most names have nothing to rewrite (every rewrite below needs "__", one of these prefixes
+  // or ".os."): they are returned as they are without the searches (called per name).
+  if (qual.find("__") == std::string_view::npos && !qual.starts_with("builtins.") && !qual.starts_with("posix.") &&
+      !qual.starts_with("nt.") && qual.find(".os.") == std::string_view::npos)
+    return std::string(qual);
   // __dict__ and __call__ are transparent: os.__dict__.system -> os.system
   std::string out(qual);
   for (std::string_view t : {".__dict__", ".__call__"}) {

@@ -5,6 +5,7 @@
 
 #include "internal.hpp"
 #include "assess/assess_rules.hpp"
+#include "assess/regex_prefilter.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "common/yaml_strict.hpp"
@@ -152,7 +153,8 @@ const char* to_string(Severity s) noexcept {
 }
 
 struct Pattern::Compiled {
-  std::once_flag once;
+  std::once_flag filter_once, once;
+  RegexPrefilter filter;
   std::regex re;
 };
 
@@ -170,6 +172,14 @@ std::regex build_regex(std::string_view text) {
 }  // namespace
 
 bool Pattern::search(std::string_view s) const {
+  // Most texts cannot match: they are turned away without running (or compiling) the regex.
+  std::call_once(compiled_->filter_once, [&] {
+    std::string_view body = text;
+    const bool icase = body.starts_with("(?i)");
+    if (icase) body.remove_prefix(4);
+    compiled_->filter = regex_prefilter(body, icase);
+  });
+  if (!compiled_->filter.may_match(s)) return false;
   std::call_once(compiled_->once, [&] {
     // A deferred text was validated when its cache entry was built; should it still fail,
     // the pattern matches nothing rather than throw out of an assessment.
@@ -419,24 +429,33 @@ void RuleEngine::on_import(std::string_view module, uint32_t line) {
   }
 }
 
+const std::vector<size_t>& RuleEngine::candidates(std::string_view name, bool calls) {
+  Memo& memo = calls ? call_candidates_ : reference_candidates_;
+  if (auto it = memo.find(name); it != memo.end()) return it->second;
+  std::vector<size_t> found;
+  lookup(name, calls, [&](size_t k) { found.push_back(k); });
+  return memo.emplace(std::string(name), std::move(found)).first->second;
+}
+
 void RuleEngine::on_call(const CallEvent& call) {
+  const std::vector<size_t>& ks = candidates(call.qual, true);
+  if (ks.empty()) return;
   const std::string detail = call.from_decoded ? std::string(call.qual) + ", in exec'd or decoded code" : std::string(call.qual);
-  lookup(call.qual, true, [&](size_t k) {
+  for (size_t k : ks) {
     const Rule& r = rules_.rules()[k];
     if (r.type == Rule::Type::call) {
-      if (r.unbounded_loop && !call.unbounded_loop) return;
-      if (!args_match(r.args, call.args)) return;
+      if (r.unbounded_loop && !call.unbounded_loop) continue;
+      if (!args_match(r.args, call.args)) continue;
     } else if (r.not_called) {
-      return;
+      continue;
     }
     fire(k, call.line, detail);
-  });
+  }
 }
 
 void RuleEngine::on_reference(std::string_view qual, uint32_t line) {
-  lookup(qual, false, [&](size_t k) {
+  for (size_t k : candidates(qual, false))
     if (rules_.rules()[k].type == Rule::Type::reference) fire(k, line, qual);
-  });
 }
 
 void RuleEngine::on_string(std::string_view value, uint32_t line) {
@@ -453,13 +472,15 @@ void RuleEngine::on_detector(Detector d, uint32_t line, std::string_view detail)
 }
 
 void RuleEngine::on_star_import(std::string_view module) {
-  if (star_modules_.size() < 16) star_modules_.emplace_back(module);
+  if (star_modules_.size() >= 16) return;
+  star_modules_.emplace_back(module);
+  call_candidates_.clear();  // a bare name may now mean module.name
+  reference_candidates_.clear();
 }
 
 bool RuleEngine::loop_sensitive(std::string_view qual) {
-  bool sensitive = false;
-  lookup(qual, true, [&](size_t k) { sensitive = sensitive || rules_.rules()[k].unbounded_loop; });
-  return sensitive;
+  const std::vector<size_t>& ks = candidates(qual, true);
+  return std::any_of(ks.begin(), ks.end(), [&](size_t k) { return rules_.rules()[k].unbounded_loop; });
 }
 
 void RuleEngine::fire(size_t k, uint32_t line, std::string_view detail) {

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <spdlog/spdlog.h>
 
 #include "cli.hpp"
+#include "log.hpp"
 #include "sandboxrun/error.hpp"
 #include "common/install_paths.hpp"
 
@@ -33,7 +33,7 @@ int image_build_default(const std::vector<std::string>& args) {
   for (auto& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
   ::execv(script.c_str(), argv.data());
-  spdlog::error("cannot run {}: {}", script.string(), std::strerror(errno));
+  log::error("cannot run {}: {}", script.string(), std::strerror(errno));
   return exit_code::setup_failed;
 }
 

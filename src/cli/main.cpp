@@ -1,12 +1,11 @@
 // sandboxrun: run untrusted Python with Docker-grade isolation, without a daemon.
 #include <openssl/crypto.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <iostream>
 
 #include "cli.hpp"
+#include "log.hpp"
 #include "sandboxrun/assess.hpp"
 #include "sandboxrun/audit.hpp"
 #include "sandboxrun/config.hpp"
@@ -48,11 +47,6 @@ int main(int argc, char** argv) {
   // We only use SHA-256 and HMAC from the default provider: skip reading openssl.cnf, which
   // costs milliseconds on every run and lets the host's OpenSSL config change our hashing.
   OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
-  auto logger = spdlog::stderr_color_st("sandboxrun");
-  logger->set_pattern("sandboxrun: %^%l%$: %v");
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(spdlog::level::warn);
-
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     usage();
@@ -80,10 +74,10 @@ int main(int argc, char** argv) {
     if (cmd == "run") return sandboxrun::cli::run_command(rest, wb, we);
     return sandboxrun::cli::run_command(args, wb, we);
   } catch (const sandboxrun::Error& e) {
-    spdlog::error("{}", e.describe());
+    sandboxrun::cli::log::error("{}", e.describe());
     return sandboxrun::exit_code::setup_failed;
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
+    sandboxrun::cli::log::error("{}", e.what());
     return sandboxrun::exit_code::setup_failed;
   }
 }

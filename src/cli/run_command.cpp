@@ -1,6 +1,5 @@
 // `sandboxrun [run]`: arguments -> RunRequest -> Executor::run -> exit status and output.
 #include <fcntl.h>
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include <iostream>
 
 #include "cli.hpp"
+#include "log.hpp"
 #include "result_json.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/executor.hpp"
@@ -53,22 +53,22 @@ std::optional<std::string> read_script(const std::string& path) {
   if (!fd) {
     int err = errno;
     std::string why = err == ELOOP ? "it is a symbolic link; pass the real file" : std::strerror(err);
-    spdlog::error("cannot open {}: {}", path, why);
+    log::error("cannot open {}: {}", path, why);
     return std::nullopt;
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    spdlog::error("{} is not a regular file", path);
+    log::error("{} is not a regular file", path);
     return std::nullopt;
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxScriptBytes) {
-    spdlog::error("{} is {} bytes; the limit is {}", path, st.st_size, format_size(kMaxScriptBytes));
+    log::error("{} is {} bytes; the limit is {}", path, st.st_size, format_size(kMaxScriptBytes));
     return std::nullopt;
   }
   try {
     return read_fd(fd.get(), kMaxScriptBytes, path, "pass a Python file of at most " + format_size(kMaxScriptBytes));
   } catch (const Error& e) {
-    spdlog::error("{}", e.describe());
+    log::error("{}", e.describe());
     return std::nullopt;
   }
 }
@@ -116,17 +116,17 @@ void explain_end(const RunResult& r, const std::string& file) {
   switch (r.status) {
     case RunStatus::blocked:
       print_findings(r.assessment);
-      if (r.decision.override_refused) spdlog::error("{} was BLOCKED by the assessor and the {}", file, r.error);
-      else spdlog::error("{} was BLOCKED by the assessor; run it anyway with --override \"reason\" (audited)", file);
+      if (r.decision.override_refused) log::error("{} was BLOCKED by the assessor and the {}", file, r.error);
+      else log::error("{} was BLOCKED by the assessor; run it anyway with --override \"reason\" (audited)", file);
       break;
     case RunStatus::timeout:
-      spdlog::error("timeout: the program ran longer than {}s and was killed", r.spec->limits.timeout_s);
+      log::error("timeout: the program ran longer than {}s and was killed", r.spec->limits.timeout_s);
       break;
     case RunStatus::oom:
-      spdlog::error("out of memory: the program exceeded mem_limit {} and was killed",
-                    format_size(r.spec->limits.memory_bytes));
+      log::error("out of memory: the program exceeded mem_limit {} and was killed",
+                 format_size(r.spec->limits.memory_bytes));
       break;
-    case RunStatus::error: spdlog::error("{}", r.error); break;
+    case RunStatus::error: log::error("{}", r.error); break;
     default: break;
   }
 }
@@ -163,13 +163,13 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
                  "pip requirements file, installed in a separate, cached phase (index only, binary wheels)");
   app.add_flag("-v,--verbose", opt.verbose, "log what the launcher does");
   if (auto rc = parse_or_exit(app, argv)) return *rc;
-  if (opt.verbose) spdlog::set_level(spdlog::level::info);
+  if (opt.verbose) log::set_level(log::Level::info);
 
   RunRequest req;
   if (opt.memory) {
     auto m = parse_size(*opt.memory);
     if (!m || *m < (16u << 20)) {
-      spdlog::error("--memory {}: expected a size like 128m or 1g, at least 16MiB", *opt.memory);
+      log::error("--memory {}: expected a size like 128m or 1g, at least 16MiB", *opt.memory);
       return exit_code::usage;
     }
     req.limits.memory_bytes = m;
@@ -187,7 +187,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   for (const auto& l : opt.labels) {
     const auto eq = l.find('=');
     if (eq == std::string::npos || eq == 0) {
-      spdlog::error("--label {}: expected KEY=VALUE", l);
+      log::error("--label {}: expected KEY=VALUE", l);
       return exit_code::usage;
     }
     req.labels[l.substr(0, eq)] = l.substr(eq + 1);
@@ -195,7 +195,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   try {
     validate_run_identity(req);
   } catch (const Error& e) {
-    spdlog::error("{}", e.describe());
+    log::error("{}", e.describe());
     return exit_code::usage;
   }
   req.cgroup_warmup = &cgroup_warmup;
@@ -234,29 +234,29 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       req.on_sample = [&stats](const CgroupUsage& u, std::chrono::milliseconds t) { stats.write(u, t); };
     RunResult r = executor.run(req);
     if (r.spec)
-      for (const auto& a : r.spec->adjustments) spdlog::info("{}: {} -> {} ({})", a.limit, a.from, a.to, a.reason);
-    for (const auto& w : r.warnings) spdlog::warn("{}", w);
+      for (const auto& a : r.spec->adjustments) log::info("{}: {} -> {} ({})", a.limit, a.from, a.to, a.reason);
+    for (const auto& w : r.warnings) log::warn("{}", w);
     if (r.outputs && !opt.json)
-      for (const auto& s : r.outputs->skipped) spdlog::warn("--output: {} not copied: {}", s.path, s.reason);
+      for (const auto& s : r.outputs->skipped) log::warn("--output: {} not copied: {}", s.path, s.reason);
     if (opt.json) {
       // A setup failure is said on stderr too: the JSON may go to a program, the message to a person.
-      if (r.status == RunStatus::error || r.decision.override_refused) spdlog::error("{}", r.error);
+      if (r.status == RunStatus::error || r.decision.override_refused) log::error("{}", r.error);
       nlohmann::json j = r.to_json();
       j["timings_ms"]["open"] = open_ms;  // config, rules, seccomp programs: once per process here
       std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
       write_all(1, text.data(), text.size());
     } else {
       if (r.outcome.stdout_truncated || r.outcome.stderr_truncated)
-        spdlog::warn("the program's output was cut at output_limit ({} per stream)",
-                     format_size(r.spec->limits.output_bytes));
+        log::warn("the program's output was cut at output_limit ({} per stream)",
+                  format_size(r.spec->limits.output_bytes));
       if (std::string line = core::denied_summary(core::denied_to_json(r.outcome.denied, r.network)); !line.empty())
-        spdlog::warn("{}", line);
+        log::warn("{}", line);
       explain_end(r, opt.file);
     }
     return r.exit_code;
   } catch (const Error& e) {
     // The configuration could not be loaded, or the audit log could not record the run.
-    spdlog::error("{}", e.describe());
+    log::error("{}", e.describe());
     if (opt.json) {
       nlohmann::json j = {{"status", "error"}, {"exit_code", exit_code::setup_failed}, {"error", e.describe()}};
       std::string text = j.dump() + "\n";

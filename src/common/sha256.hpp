@@ -12,4 +12,9 @@ std::string sha256_raw(std::string_view data);
 // The digest as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view data);
 
+namespace detail {
+// sha256_raw without the CPU's SHA instructions, so tests can check both paths on one machine.
+std::string sha256_raw_portable(std::string_view data);
+}  // namespace detail
+
 }  // namespace sandboxrun

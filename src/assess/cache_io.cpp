@@ -1,0 +1,103 @@
+#include "assess/cache_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/sha256.hpp"
+
+namespace sandboxrun::assess::cache {
+
+namespace {
+
+constexpr size_t kDigestHex = 64;
+constexpr size_t kMaxCacheBytes = 64u << 20;
+
+std::optional<std::string> read_file(int dirfd, const std::string& name) {
+  UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0 ||
+      static_cast<uint64_t>(st.st_size) > kMaxCacheBytes)
+    return std::nullopt;
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    got += static_cast<size_t>(n);
+  }
+  return out;
+}
+
+bool write_file(int dirfd, const std::string& name, const std::string& bytes) {
+  const std::string tmp = "." + name + "." + std::to_string(::getpid()) + ".tmp";
+  UniqueFd fd(::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return false;
+  size_t put = 0;
+  while (put < bytes.size()) {
+    ssize_t n = ::write(fd.get(), bytes.data() + put, bytes.size() - put);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    put += static_cast<size_t>(n);
+  }
+  // A crash after the rename may leave a short file: the checksum catches it next time.
+  if (put != bytes.size() || ::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) {
+    ::unlinkat(dirfd, tmp.c_str(), 0);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+UniqueFd open_dir(const std::filesystem::path& dir, std::string& why) {
+  // Only the last two levels are created (~/.cache/sandboxrun); both private to the user.
+  ::mkdir(dir.parent_path().c_str(), 0700);
+  ::mkdir(dir.c_str(), 0700);
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    why = "cannot open " + dir.string() + ": " + std::strerror(errno);
+    return fd;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    why = dir.string() + " is not a directory private to this user (owner and mode 0700 or 0755 expected)";
+    return UniqueFd();
+  }
+  return fd;
+}
+
+std::optional<std::string> read_entry(int dirfd, const std::string& name, std::string_view magic, std::string_view key,
+                                      bool& rejected) {
+  rejected = false;
+  std::optional<std::string> bytes = read_file(dirfd, name);
+  if (!bytes) return std::nullopt;
+  const std::string_view b = *bytes;
+  const size_t head = magic.size() + kDigestHex + sizeof(uint32_t) + kDigestHex;
+  if (b.size() >= head && b.starts_with(magic) && b.substr(magic.size(), kDigestHex) == key) {
+    uint32_t len = 0;
+    std::memcpy(&len, b.data() + magic.size() + kDigestHex, sizeof len);
+    const std::string_view payload = b.substr(head);
+    if (payload.size() == len && sha256_hex(payload) == b.substr(head - kDigestHex, kDigestHex))
+      return std::string(payload);
+  }
+  rejected = true;
+  return std::nullopt;
+}
+
+bool write_entry(int dirfd, const std::string& name, std::string_view magic, std::string_view key,
+                 std::string_view payload) {
+  std::string entry(magic);
+  entry += key;
+  const uint32_t len = static_cast<uint32_t>(payload.size());
+  entry.append(reinterpret_cast<const char*>(&len), sizeof len);
+  entry += sha256_hex(payload);
+  entry += payload;
+  return write_file(dirfd, name, entry);
+}
+
+}  // namespace sandboxrun::assess::cache

@@ -1,0 +1,109 @@
+// The assessor's caches (compiled rules, parsed security.yaml): a directory private to the
+// user, and entries in it that are verified before use. An entry is: magic, the hex digest of
+// what it was built from (its key), payload length, payload digest, payload. Files are opened
+// without following symlinks, must belong to the user and be writable by nobody else, and are
+// written to a temporary name, then renamed into place. Any failed check is a cache miss.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sandboxrun/fd.hpp"
+
+namespace sandboxrun::assess::cache {
+
+// The cache directory (its last two levels created 0700 when missing), or an invalid fd and
+// `why` it cannot be trusted.
+UniqueFd open_dir(const std::filesystem::path& dir, std::string& why);
+
+// The payload of entry `name` when it is complete and was built from `key`; `rejected` says
+// that an entry was there but failed verification.
+std::optional<std::string> read_entry(int dirfd, const std::string& name, std::string_view magic, std::string_view key,
+                                      bool& rejected);
+bool write_entry(int dirfd, const std::string& name, std::string_view magic, std::string_view key,
+                 std::string_view payload);
+
+// A length-prefixed binary encoding.
+class Writer {
+ public:
+  void u32(uint32_t v) { raw(&v, sizeof v); }
+  void u64(uint64_t v) { raw(&v, sizeof v); }
+  void f64(double v) { raw(&v, sizeof v); }
+  void str(std::string_view s) {
+    u32(static_cast<uint32_t>(s.size()));
+    out_.append(s);
+  }
+  void strs(const std::vector<std::string>& v) {
+    u32(static_cast<uint32_t>(v.size()));
+    for (const auto& s : v) str(s);
+  }
+  void opt_bool(const std::optional<bool>& b) { u32(b ? (*b ? 2 : 1) : 0); }
+  std::string take() { return std::move(out_); }
+
+ private:
+  void raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string out_;
+};
+
+// Every read is bounds-checked; the first failure makes ok() false and later reads no-ops.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  bool ok() const noexcept { return ok_; }
+  bool done() const noexcept { return ok_ && in_.empty(); }
+  uint32_t u32() { return fixed<uint32_t>(); }
+  uint64_t u64() { return fixed<uint64_t>(); }
+  double f64() { return fixed<double>(); }
+  std::string str() {
+    const uint32_t n = u32();
+    if (!need(n)) return {};
+    std::string s(in_.substr(0, n));
+    in_.remove_prefix(n);
+    return s;
+  }
+  std::vector<std::string> strs() {
+    std::vector<std::string> v(count());
+    for (auto& s : v) s = str();
+    return v;
+  }
+  // A count of items that each take at least 4 bytes: larger than the input means corruption.
+  uint32_t count() {
+    const uint32_t n = u32();
+    if (n > in_.size() / 4) ok_ = false;
+    return ok_ ? n : 0;
+  }
+  std::optional<bool> opt_bool() {
+    const uint32_t v = u32();
+    if (v > 2) ok_ = false;
+    return v == 0 ? std::nullopt : std::optional<bool>(v == 2);
+  }
+  uint32_t below(uint32_t limit) {
+    const uint32_t v = u32();
+    if (v >= limit) ok_ = false;
+    return v;
+  }
+
+ private:
+  template <class T>
+  T fixed() {
+    T v{};
+    if (!need(sizeof v)) return v;
+    std::memcpy(&v, in_.data(), sizeof v);
+    in_.remove_prefix(sizeof v);
+    return v;
+  }
+  bool need(size_t n) {
+    if (ok_ && in_.size() >= n) return true;
+    ok_ = false;
+    return false;
+  }
+  std::string_view in_;
+  bool ok_ = true;
+};
+
+}  // namespace sandboxrun::assess::cache

@@ -1,0 +1,138 @@
+// The parsed-settings cache of security.yaml: every setting comes back from it as parsed, an
+// edited file is parsed again, the rules file is looked up again, and a damaged entry is
+// ignored.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "assess/assess_rules.hpp"
+#include "assess/config_cache.hpp"
+#include "sandboxrun/assess.hpp"
+#include "sandboxrun/error.hpp"
+#include "test_util.hpp"
+
+using namespace sandboxrun;
+using test_util::TempDir;
+
+namespace {
+
+const std::filesystem::path kRoot = SANDBOXRUN_SOURCE_DIR;
+
+// Every setting but the rules themselves, for comparisons.
+std::string describe(const SecurityConfig& c) {
+  std::ostringstream o;
+  o << c.source << ' ' << c.rules_path << ' ' << c.medium_threshold << ' ' << c.high_threshold;
+  for (const auto& t : c.verdict_trust) o << ' ' << (t ? static_cast<int>(*t) : -1);
+  o << ' ' << static_cast<int>(c.override_trust) << ' ' << c.max_bytes << ' ' << c.max_findings_per_rule;
+  const auto& l = c.limits;
+  o << ' ' << l.long_line << ' ' << l.wide_gap << ' ' << l.entropy_min_length << ' ' << l.entropy_bits << ' '
+    << l.max_nesting << ' ' << l.max_fragment_depth << ' ' << l.max_fragment_bytes;
+  o << ' ' << c.bandit.enabled << ' ' << c.bandit.command << ' ' << c.bandit.timeout.count() << ' ' << c.bandit.score_low
+    << ' ' << c.bandit.score_medium << ' ' << c.bandit.score_high;
+  o << ' ' << c.semgrep.enabled << ' ' << c.semgrep.command << ' ' << c.semgrep.timeout.count();
+  for (const auto& s : c.semgrep.configs) o << ' ' << s;
+  o << ' ' << c.semgrep.score_info << ' ' << c.semgrep.score_warning << ' ' << c.semgrep.score_error;
+  return o.str();
+}
+
+// Every key set to something other than its default.
+constexpr const char* kEverySetting = R"(rules: rules.yaml
+thresholds: {medium: 12, high: 41}
+verdicts: {low: unknown, medium: untrusted, high: refuse, blocked: refuse}
+override_trust: unknown
+limits:
+  max_bytes: 5m
+  long_line: 900
+  wide_gap: 70
+  entropy_min_length: 150
+  entropy_bits: 3.75
+  max_nesting: 150
+  max_fragment_depth: 2
+  max_fragment_bytes: 3m
+  max_findings_per_rule: 7
+bandit: {enabled: true, command: /opt/bandit, timeout: 12.5, scores: {low: 3, medium: 11, high: 26}}
+semgrep: {enabled: true, command: /opt/semgrep, configs: [p/python, p/secrets], timeout: 9, scores: {info: 4, warning: 12, error: 27}}
+)";
+
+struct Fixture {
+  TempDir d;
+  std::filesystem::path yaml, cache = d.path() / "cache";
+  Fixture() {
+    std::ifstream in(kRoot / "policies/assess-rules.yaml", std::ios::binary);
+    d.write("rules.yaml", std::string(std::istreambuf_iterator<char>(in), {}));
+    yaml = d.write("security.yaml", kEverySetting);
+    ::setenv("SANDBOXRUN_CACHE_DIR", cache.c_str(), 1);
+  }
+  ~Fixture() { ::unsetenv("SANDBOXRUN_CACHE_DIR"); }
+  SecurityConfig load() const { return load_security_config(yaml, d.path()); }
+  size_t entries() const {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(cache))
+      n += e.path().filename().string().starts_with("assess-config-");
+    return n;
+  }
+};
+
+}  // namespace
+
+TEST(AssessConfigCache, EverySettingComesBackAsParsed) {
+  Fixture f;
+  const SecurityConfig parsed = f.load();
+  EXPECT_EQ(parsed.medium_threshold, 12);
+  EXPECT_EQ(parsed.semgrep.configs.size(), 2u);
+  EXPECT_EQ(f.entries(), 1u);
+  SecurityConfig cached;
+  ASSERT_TRUE(assess::load_cached_settings(f.yaml, f.d.path(), kEverySetting, f.cache, cached));
+  EXPECT_EQ(describe(cached), describe(parsed));
+  // And through the public entry point, rules included.
+  const SecurityConfig again = f.load();
+  EXPECT_EQ(describe(again), describe(parsed));
+  ASSERT_TRUE(again.rules);
+  EXPECT_EQ(again.rules->rules().size(), parsed.rules->rules().size());
+  // The defaults too (the shipped file sets few keys).
+  ::setenv("SANDBOXRUN_CACHE_DIR", f.cache.c_str(), 1);
+  const SecurityConfig shipped = load_security_config(kRoot / "config/security.yaml", kRoot);
+  EXPECT_EQ(describe(load_security_config(kRoot / "config/security.yaml", kRoot)), describe(shipped));
+}
+
+TEST(AssessConfigCache, AnEditedFileIsParsedAgain) {
+  Fixture f;
+  EXPECT_EQ(f.load().high_threshold, 41);
+  std::string text = kEverySetting;
+  text.replace(text.find("high: 41"), 8, "high: 55");
+  f.d.write("security.yaml", text);
+  EXPECT_EQ(f.load().high_threshold, 55);
+  EXPECT_EQ(f.entries(), 2u);
+  // A bad edit is an error naming the key, never an older cached answer.
+  text.replace(text.find("high: 55"), 8, "high: 5x");
+  f.d.write("security.yaml", text);
+  EXPECT_THROW(f.load(), Error);
+}
+
+TEST(AssessConfigCache, TheRulesFileIsLookedUpAgain) {
+  Fixture f;
+  f.load();
+  std::filesystem::remove(f.d.path() / "rules.yaml");
+  try {
+    f.load();
+    FAIL() << "a missing rules file must be an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no rules file at"), std::string::npos) << e.describe();
+  }
+}
+
+TEST(AssessConfigCache, ADamagedEntryIsIgnored) {
+  Fixture f;
+  const std::string want = describe(f.load());
+  for (const auto& e : std::filesystem::directory_iterator(f.cache)) {
+    if (!e.path().filename().string().starts_with("assess-config-")) continue;
+    std::fstream io(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(-3, std::ios::end);
+    io.put('\x7f');
+  }
+  SecurityConfig cached;
+  EXPECT_FALSE(assess::load_cached_settings(f.yaml, f.d.path(), kEverySetting, f.cache, cached));
+  EXPECT_EQ(describe(f.load()), want);
+}
