@@ -7,11 +7,11 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRCONFIG\x01";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRCONFIG\x02";  // bump the last byte when the encoding changes
 
 // Every setting must be written and read below. A changed size means a field was added or
 // removed: add it to put()/get() and bump kMagic, then update the sizes here.
-static_assert(sizeof(SecurityConfig) == 384 && sizeof(BanditSettings) == 64 && sizeof(SemgrepSettings) == 88 &&
+static_assert(sizeof(SecurityConfig) == 456 && sizeof(OverridePolicy) == 72 && sizeof(BanditSettings) == 64 && sizeof(SemgrepSettings) == 88 &&
                   sizeof(AnalyzerLimits) == 40,
               "SecurityConfig changed: store the new setting in config_cache.cpp");
 
@@ -41,6 +41,7 @@ std::string put(const SecurityConfig& c, const std::vector<std::filesystem::path
   w.u32(static_cast<uint32_t>(c.high_threshold));
   for (const auto& t : c.verdict_trust) w.u32(trust_code(t));
   w.u32(trust_code(c.override_trust));
+  w.u32(c.override_policy.min_reason_length);  // the uid/group lists are never cached (see store)
   w.u64(c.max_bytes);
   w.u32(c.max_findings_per_rule);
   const auto& l = c.limits;
@@ -75,6 +76,7 @@ bool get(std::string_view payload, SecurityConfig& c, std::vector<std::filesyste
   const std::optional<Trust> o = trust_from(in);
   if (!o) return false;
   c.override_trust = *o;
+  c.override_policy.min_reason_length = in.u32();
   c.max_bytes = in.u64();
   c.max_findings_per_rule = in.u32();
   auto& l = c.limits;
@@ -130,6 +132,9 @@ bool load_cached_settings(const std::filesystem::path& security_yaml, const std:
 void store_cached_settings(const std::filesystem::path& security_yaml, const std::filesystem::path& project_root,
                            const std::string& text, const std::filesystem::path& cache_dir, const SecurityConfig& cfg,
                            const std::vector<std::filesystem::path>& rules_candidates) {
+  // Who may override is named by user and group names, resolved to ids at load time: a cached
+  // resolution would outlive a change to the accounts (a name deleted, its id given to another).
+  if (cfg.override_policy.allowed_uids || cfg.override_policy.allowed_groups) return;
   std::string why;
   UniqueFd dir = cache::open_dir(cache_dir, why);
   if (!dir) return;

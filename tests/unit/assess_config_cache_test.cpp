@@ -25,7 +25,8 @@ std::string describe(const SecurityConfig& c) {
   std::ostringstream o;
   o << c.source << ' ' << c.rules_path << ' ' << c.medium_threshold << ' ' << c.high_threshold;
   for (const auto& t : c.verdict_trust) o << ' ' << (t ? static_cast<int>(*t) : -1);
-  o << ' ' << static_cast<int>(c.override_trust) << ' ' << c.max_bytes << ' ' << c.max_findings_per_rule;
+  o << ' ' << static_cast<int>(c.override_trust) << ' ' << c.override_policy.min_reason_length << ' '
+    << c.override_policy.allowed_uids.has_value() << ' ' << c.override_policy.allowed_groups.has_value() << ' ' << c.max_bytes << ' ' << c.max_findings_per_rule;
   const auto& l = c.limits;
   o << ' ' << l.long_line << ' ' << l.wide_gap << ' ' << l.entropy_min_length << ' ' << l.entropy_bits << ' '
     << l.max_nesting << ' ' << l.max_fragment_depth << ' ' << l.max_fragment_bytes;
@@ -42,6 +43,7 @@ constexpr const char* kEverySetting = R"(rules: rules.yaml
 thresholds: {medium: 12, high: 41}
 verdicts: {low: unknown, medium: untrusted, high: refuse, blocked: refuse}
 override_trust: unknown
+override: {min_reason_length: 21}
 limits:
   max_bytes: 5m
   long_line: 900
@@ -95,6 +97,19 @@ TEST(AssessConfigCache, EverySettingComesBackAsParsed) {
   ::setenv("SANDBOXRUN_CACHE_DIR", f.cache.c_str(), 1);
   const SecurityConfig shipped = load_security_config(kRoot / "config/security.yaml", kRoot);
   EXPECT_EQ(describe(load_security_config(kRoot / "config/security.yaml", kRoot)), describe(shipped));
+}
+
+// Who may override is given by names resolved against the accounts at load time; a cached
+// resolution could outlive an account change, so such a file is parsed every time.
+TEST(AssessConfigCache, WhoMayOverrideIsNeverCached) {
+  Fixture f;
+  std::string text = kEverySetting;
+  text.replace(text.find("override: {"), 11, "override: {allowed_uids: [root], allowed_groups: [0], ");
+  const auto with_lists = f.d.write("lists.yaml", text);
+  const SecurityConfig parsed = load_security_config(with_lists, f.d.path());
+  ASSERT_TRUE(parsed.override_policy.allowed_uids);
+  EXPECT_EQ(parsed.override_policy.min_reason_length, 21u);
+  EXPECT_EQ(f.entries(), 0u) << "a security.yaml naming who may override was cached";
 }
 
 TEST(AssessConfigCache, AnEditedFileIsParsedAgain) {
