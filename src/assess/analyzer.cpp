@@ -295,8 +295,29 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
     as_value_ = frames_.back().cur;
     return;
   }
-  // Operators spelled as words make the current argument an expression.
   Frame& f = frames_.back();
+  if (kw == "if" && f.cond == 0 && is_name_kind(f.cur.kind)) {
+    // `run = os.system if quiet else os.popen`: the value is a callable either way; keep the first.
+    f.cond = 1;
+    f.cond_then = std::move(f.cur);
+    f.cur = ArgInfo{};
+    f.cur.keyword = f.cond_then.keyword;
+    return;
+  }
+  if (kw == "else" && f.cond == 1) {
+    f.cond = 2;
+    f.cur = ArgInfo{};
+    return;
+  }
+  if (kw == "lambda" && f.cur.kind == Kind::none) {
+    // A function written in place: no text of its own, and never code from input.
+    f.cur.kind = Kind::expr;
+    f.cur.text = "<lambda>";
+    f.cur.dynamic = true;
+    f.after_plus = false;
+    return;
+  }
+  // Operators spelled as words make the current argument an expression.
   if (f.cur.kind != Kind::none) {
     f.cur.dynamic = true;
     to_expr(f.cur);
@@ -322,6 +343,7 @@ void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
     flush();
     prim_ = Primary{true, ArgInfo{{}, Kind::string, std::move(value)}, {}, {}, line};
   }
+  ++prim_.pieces;
   prev_string_ = true;
 }
 
@@ -531,6 +553,8 @@ void Analyzer::parse_import() {
       }
       if (!mod.empty()) {
         sink_.on_import(mod, line);
+        modules_.insert(mod);
+        modules_.insert(mod.substr(0, mod.find('.')));
         if (!as.empty()) bind(as, ArgInfo{{}, Kind::name, mod, true});
         else bind(mod.substr(0, mod.find('.')), ArgInfo{{}, Kind::name, mod.substr(0, mod.find('.')), true});
       }
@@ -559,19 +583,32 @@ void Analyzer::parse_import() {
     }
     std::string full = mod.empty() || mod.back() == '.' ? mod + name : mod + "." + name;
     sink_.on_import(full, line);
+    modules_.insert(full);
     bind(as, ArgInfo{{}, Kind::name, full, true});
   }
 }
 
 void Analyzer::scan_lines(std::string_view s) {
-  uint32_t line = 1;
+  uint32_t line = 1, blanks = 0;
   size_t begin = 0;
-  while (begin <= s.size()) {
+  bool long_seen = false, padding_seen = false;
+  while (begin <= s.size() && !(long_seen && padding_seen)) {
     size_t end = s.find('\n', begin);
     if (end == std::string_view::npos) end = s.size();
-    if (end - begin > limits_.long_line) {
+    if (!long_seen && end - begin > limits_.long_line) {
       sink_.on_detector(Detector::long_line, line, std::to_string(end - begin) + " bytes");
-      return;  // one is evidence enough
+      long_seen = true;  // one is evidence enough
+    }
+    // Code after a long run of blank lines sits where no reader scrolls (trailing padding).
+    const std::string_view l = s.substr(begin, end - begin);
+    if (l.find_first_not_of(" \t\r\f") == std::string_view::npos) {
+      ++blanks;
+    } else {
+      if (!padding_seen && blanks >= limits_.blank_run) {
+        sink_.on_detector(Detector::blank_padding, line, std::to_string(blanks) + " blank lines");
+        padding_seen = true;
+      }
+      blanks = 0;
     }
     begin = end + 1;
     ++line;

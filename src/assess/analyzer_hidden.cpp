@@ -1,0 +1,111 @@
+// Code and names hidden in pieces: string values joined from pieces are reported whole, the
+// code of `python -c '...'` command lines is analyzed as code, identifier fragments in a list
+// are reported joined, and namespace lookups with computed keys are evidence like getattr's.
+#include <algorithm>
+
+#include "analyzer_impl.hpp"
+#include "internal.hpp"
+
+namespace sandboxrun::assess::detail {
+
+namespace {
+
+constexpr size_t kMaxFragment = 6;      // bytes of one identifier fragment
+constexpr size_t kMaxAssembled = 40;    // bytes of a joined name
+
+bool is_ident_char(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// The interpreter of a `python -c` command: python, python3, python3.12, /usr/bin/python3.
+bool is_python(std::string_view s) noexcept {
+  if (const size_t slash = s.rfind('/'); slash != std::string_view::npos) s.remove_prefix(slash + 1);
+  if (!s.starts_with("python")) return false;
+  s.remove_prefix(6);
+  return s.find_first_not_of("0123456789.") == std::string_view::npos;
+}
+
+// The CODE of `python3 -c 'CODE'` (or "CODE", or CODE to the end) inside a command line.
+std::optional<std::string> python_c_code(std::string_view text) {
+  for (size_t at = text.find("python"); at != std::string_view::npos; at = text.find("python", at + 6)) {
+    size_t p = at;
+    while (p < text.size() && text[p] != ' ' && text[p] != '\t') ++p;
+    size_t word = at;
+    while (word > 0 && text[word - 1] != ' ' && text[word - 1] != '\t' && text[word - 1] != '(' &&
+           text[word - 1] != ';' && text[word - 1] != '&' && text[word - 1] != '|' && text[word - 1] != '"' &&
+           text[word - 1] != '\'')
+      --word;
+    if (!is_python(text.substr(word, p - word))) continue;
+    // Options may come before -c (python3 -u -c ...).
+    for (;;) {
+      while (p < text.size() && (text[p] == ' ' || text[p] == '\t')) ++p;
+      if (p + 1 < text.size() && text[p] == '-' && text[p + 1] == 'c' && (p + 2 == text.size() || text[p + 2] == ' ')) {
+        p += 2;
+        break;
+      }
+      if (p < text.size() && text[p] == '-' && p + 1 < text.size() && text[p + 1] != 'c') {
+        while (p < text.size() && text[p] != ' ') ++p;
+        continue;
+      }
+      p = std::string_view::npos;
+      break;
+    }
+    if (p == std::string_view::npos) continue;
+    while (p < text.size() && (text[p] == ' ' || text[p] == '\t')) ++p;
+    if (p >= text.size()) return std::nullopt;
+    const char q = text[p];
+    if (q != '\'' && q != '"') return std::string(text.substr(p));
+    size_t e = p + 1;
+    while (e < text.size() && !(text[e] == q && text[e - 1] != '\\')) ++e;
+    return std::string(text.substr(p + 1, e - p - 1));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void Analyzer::on_string_value(const ArgInfo& v, uint32_t line, bool whole) {
+  if (v.text.empty()) return;
+  if (whole) sink_.on_string(v.text, line);
+  if (v.text.find("python") == std::string::npos) return;
+  if (auto code = python_c_code(v.text)) enqueue(std::move(*code), line, depth_ + 1);
+}
+
+void Analyzer::check_fragments(const std::vector<ArgInfo>& items, uint32_t line) {
+  if (items.size() < 2) return;
+  std::string joined;
+  for (const auto& a : items) {
+    if (a.kind != Kind::string || a.dynamic || !a.keyword.empty() || a.text.empty() || a.text.size() > kMaxFragment)
+      return;
+    if (!std::all_of(a.text.begin(), a.text.end(), is_ident_char)) return;
+    joined += a.text;
+    if (joined.size() > kMaxAssembled) return;
+  }
+  if (joined.size() < 4 || (joined[0] >= '0' && joined[0] <= '9')) return;
+  sink_.on_reference("<assembled>." + joined, line);
+}
+
+void Analyzer::check_python_c(const std::vector<ArgInfo>& items, uint32_t line) {
+  for (size_t i = 0; i + 2 < items.size(); ++i) {
+    const ArgInfo& exe = items[i];
+    const bool python = (exe.kind == Kind::string && is_python(exe.text)) ||
+                        (is_name_kind(exe.kind) && exe.text == "sys.executable");
+    if (!python) continue;
+    // The first "-c" among the options that follow.
+    for (size_t k = i + 1; k + 1 < items.size(); ++k) {
+      if (items[k].kind != Kind::string || !items[k].text.starts_with("-")) break;
+      if (items[k].text == "-c") {
+        if (items[k + 1].kind == Kind::string && !items[k + 1].text.empty())
+          enqueue(items[k + 1].text, line, depth_ + 1);
+        return;
+      }
+    }
+  }
+}
+
+void Analyzer::namespace_key(const ArgInfo& key, uint32_t line) {
+  if (key.folded || key.decoded) sink_.on_detector(Detector::getattr_computed, line, key.text);
+  else sink_.on_detector(Detector::getattr_dynamic, line, {});
+}
+
+}  // namespace sandboxrun::assess::detail
