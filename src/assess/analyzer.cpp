@@ -296,9 +296,10 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
     return;
   }
   Frame& f = frames_.back();
-  if (kw == "if" && f.cond == 0 && is_name_kind(f.cur.kind)) {
-    // `run = os.system if quiet else os.popen`: the value is a callable either way; keep the first.
-    f.cond = 1;
+  if ((kw == "if" || kw == "or") && f.cond == 0 && is_name_kind(f.cur.kind)) {
+    // `run = os.system if quiet else os.popen`, `sh = os.getenv("SHELL") or "/bin/sh"`: the
+    // value is the first one (the callable, the setting).
+    f.cond = kw == "if" ? 1 : 2;
     f.cond_then = std::move(f.cur);
     f.cur = ArgInfo{};
     f.cur.keyword = f.cond_then.keyword;
@@ -442,6 +443,15 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     if (op == "*=" || op == "**=" || op == "<<=") doubles_ = true;
     if (op == "+=") aug_target_ = last_flushed_raw_;
     if (c == '*' && !targets_.empty()) saw_mul_ = true;
+  }
+  // os.O_WRONLY | os.O_CREAT: flags keep their names ("os.O_WRONLY|os.O_CREAT").
+  if (c == '|' && (is_name_kind(top.cur.kind) || top.flag_chain)) {
+    if (is_name_kind(top.cur.kind)) top.cur.kind = Kind::expr;
+    top.cur.dynamic = true;
+    append_capped(top.cur.text, "|", kMaxText);
+    top.flag_chain = true;
+    top.after_plus = false;
+    return;
   }
   // Any other operator: the argument is computed.
   if (top.cur.kind != Kind::none) {

@@ -42,8 +42,9 @@ struct Frame {
   bool in_spec = false;  // field: after the ':' of a format spec
   std::string sig;       // subscript: its tokens, to recognise [::-1]
   // `A if C else B` where A is a name (a callable chosen by a test): the argument is A.
-  uint8_t cond = 0;  // 1: in C, 2: in B
+  uint8_t cond = 0;  // 1: in C, 2: in B (or after `or`)
   ArgInfo cond_then;
+  bool flag_chain = false;  // cur is NAME | NAME ...
 };
 
 struct Primary {

@@ -119,7 +119,7 @@ void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
   } else {
     to_expr(c);
     c.dynamic = true;
-    if (v.kind == Kind::string) append_capped(c.text, v.text, kMaxText);
+    if (v.kind == Kind::string || (f.flag_chain && is_name_kind(v.kind))) append_capped(c.text, v.text, kMaxText);
     c.decoded |= v.decoded;
   }
   f.after_plus = false;
@@ -137,6 +137,7 @@ void Analyzer::finish_arg(Frame& f) {
   }
   f.cur = ArgInfo{};
   f.after_plus = false;
+  f.flag_chain = false;
 }
 
 void Analyzer::close_frame() {
