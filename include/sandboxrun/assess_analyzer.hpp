@@ -44,6 +44,7 @@ enum class Detector : uint8_t {
   python2,            // Python 2 statements (`print "x"`, `exec code`): the file cannot run as Python 3
   xor_decode,         // `^` inside bytes()/bytearray()/chr(): bytes decoded with an XOR key
   blank_padding,      // code after a long run of blank lines (pushed out of view)
+  code_fragments,     // a list of constant pieces that join into Python statements
   count_,
 };
 const char* to_string(Detector d) noexcept;

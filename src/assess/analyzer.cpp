@@ -441,6 +441,13 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   }
   if (frames_.size() == 1 && top.kind == FrameKind::statement) {
     if (op == "*=" || op == "**=" || op == "<<=") doubles_ = true;
+    if (op == "+=" && !last_flushed_raw_.empty() && last_flushed_single_) {
+      // `name += piece`: what follows is the piece alone (see augment()).
+      aug_target_ = last_flushed_raw_;
+      top.cur = ArgInfo{};
+      top.after_plus = false;
+      return;
+    }
     if (op == "+=") aug_target_ = last_flushed_raw_;
     if (c == '*' && !targets_.empty()) saw_mul_ = true;
   }
@@ -478,6 +485,7 @@ void Analyzer::end_statement(bool suite_continues) {
       report_call("<grow>", {}, stmt_line_);
     Frame& s = frames_.back();
     finish_arg(s);
+    if (!aug_target_.empty() && targets_.empty() && s.args.size() == 1) augment(s.args[0]);
     if (!return_fn_.empty() && s.args.size() == 1) {
       const ArgInfo& v = s.args[0];
       // Only values that carry evidence: a constant, folded or decoded string. A later return

@@ -2,6 +2,7 @@
 // code of `python -c '...'` command lines is analyzed as code, identifier fragments in a list
 // are reported joined, and namespace lookups with computed keys are evidence like getattr's.
 #include <algorithm>
+#include <optional>
 
 #include "analyzer_impl.hpp"
 #include "internal.hpp"
@@ -12,6 +13,31 @@ namespace {
 
 constexpr size_t kMaxFragment = 6;      // bytes of one identifier fragment
 constexpr size_t kMaxAssembled = 40;    // bytes of a joined name
+
+// A character code written as a number literal (printable ASCII only).
+std::optional<char> parse_code(const ArgInfo& a) {
+  if (a.kind != ArgInfo::Kind::literal || a.text.empty() || a.text.size() > 3) return std::nullopt;
+  int v = 0;
+  for (char c : a.text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  if (v < 0x20 || v > 0x7e) return std::nullopt;
+  return static_cast<char>(v);
+}
+
+// Base64 text long enough to hold a statement, and nothing else (no blanks: prose has them).
+bool is_base64_text(std::string_view s) noexcept {
+  if (s.size() < 24) return false;
+  size_t pad = 0;
+  for (char c : s) {
+    const bool b64 = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+                     c == '/' || c == '-' || c == '_';
+    if (c == '=') ++pad;
+    else if (!b64 || pad) return false;
+  }
+  return pad <= 2;
+}
 
 bool is_ident_char(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -67,6 +93,14 @@ std::optional<std::string> python_c_code(std::string_view text) {
 void Analyzer::on_string_value(const ArgInfo& v, uint32_t line, bool whole) {
   if (v.text.empty()) return;
   if (whole) sink_.on_string(v.text, line);
+  // A base64 constant that holds code is read as code wherever it is decoded (a payload
+  // decoded in one function and executed in another); prose and binary data are not.
+  if (!v.dynamic && is_base64_text(v.text)) {
+    std::string text;
+    if (decode_base64(v.text, text) && looks_like_text(text) &&
+        (text.find('\n') != std::string::npos || text.find(';') != std::string::npos) && text.find('(') != std::string::npos)
+      enqueue(std::move(text), line, depth_ + 1);
+  }
   if (v.text.find("python") == std::string::npos) return;
   if (auto code = python_c_code(v.text)) enqueue(std::move(*code), line, depth_ + 1);
 }
@@ -74,15 +108,36 @@ void Analyzer::on_string_value(const ArgInfo& v, uint32_t line, bool whole) {
 void Analyzer::check_fragments(const std::vector<ArgInfo>& items, uint32_t line) {
   if (items.size() < 2) return;
   std::string joined;
+  // Pieces of a name (['se', 'tu', 'id']) or its character codes ((101, 120, 101, 99)).
+  const bool codes = items[0].kind == Kind::literal;
   for (const auto& a : items) {
-    if (a.kind != Kind::string || a.dynamic || !a.keyword.empty() || a.text.empty() || a.text.size() > kMaxFragment)
-      return;
-    if (!std::all_of(a.text.begin(), a.text.end(), is_ident_char)) return;
-    joined += a.text;
+    if (!a.keyword.empty() || a.dynamic) return;
+    if (codes) {
+      auto v = parse_code(a);
+      if (!v) return;
+      joined += *v;
+    } else {
+      if (a.kind != Kind::string || a.text.empty() || a.text.size() > kMaxFragment) return;
+      joined += a.text;
+    }
     if (joined.size() > kMaxAssembled) return;
   }
   if (joined.size() < 4 || (joined[0] >= '0' && joined[0] <= '9')) return;
+  if (!std::all_of(joined.begin(), joined.end(), is_ident_char)) return;
   sink_.on_reference("<assembled>." + joined, line);
+}
+
+void Analyzer::check_code_list(const std::vector<ArgInfo>& items, uint32_t line) {
+  if (items.size() < 3) return;
+  std::string joined;
+  for (const auto& a : items) {
+    if (a.kind != Kind::string || a.dynamic || !a.keyword.empty()) return;
+    if (!append_capped(joined, a.text, kMaxText)) return;
+  }
+  // Python statements cut into pieces: an import and a call, more than one statement.
+  if (joined.find("import") != std::string::npos && joined.find('(') != std::string::npos &&
+      (joined.find(';') != std::string::npos || joined.find('\n') != std::string::npos))
+    sink_.on_detector(Detector::code_fragments, line, std::to_string(items.size()) + " pieces");
 }
 
 void Analyzer::check_python_c(const std::vector<ArgInfo>& items, uint32_t line) {
@@ -101,6 +156,23 @@ void Analyzer::check_python_c(const std::vector<ArgInfo>& items, uint32_t line) 
       }
     }
   }
+}
+
+void Analyzer::augment(const ArgInfo& piece) {
+  const auto it = symbols_.find(aug_target_);
+  if (it == symbols_.end()) return;
+  ArgInfo v = it->second;
+  if (v.kind == Kind::string && piece.kind == Kind::string) {
+    if (!append_capped(v.text, piece.text, kMaxSymbolText)) v.dynamic = true;
+    v.folded = v.folded || !piece.dynamic;
+    v.dynamic = v.dynamic || piece.dynamic;
+  } else if (v.kind == Kind::string) {
+    v.dynamic = true;  // its constant pieces stay readable
+  } else {
+    v = ArgInfo{{}, Kind::expr, {}, true};
+  }
+  v.decoded = v.decoded || piece.decoded;
+  bind(aug_target_, v);
 }
 
 void Analyzer::namespace_key(const ArgInfo& key, uint32_t line) {

@@ -185,12 +185,18 @@ class Analyzer {
   // A list or tuple of constant identifier fragments (['se', 'tu', 'id']): its join is reported
   // as the reference "<assembled>.NAME", so that rules can name what a hidden name reaches.
   void check_fragments(const std::vector<ArgInfo>& items, uint32_t line);
+  // A list of three or more constant pieces that join into Python statements.
+  void check_code_list(const std::vector<ArgInfo>& items, uint32_t line);
   // `["python3", "-c", CODE]`: CODE is analyzed as code.
   void check_python_c(const std::vector<ArgInfo>& items, uint32_t line);
   // `vars(mod)[key]`, `mod.__dict__[key]`, `globals()[key]` with a key that is not a constant.
   void namespace_key(const ArgInfo& key, uint32_t line);
 
   void parse_import();
+
+  // `name += value`: a string grows (folded when the piece is a constant), anything else is
+  // no longer the constant it was bound to.
+  void augment(const ArgInfo& piece);
 
   // ---- whole file --------------------------------------------------------------------------
   void scan_lines(std::string_view s);

@@ -167,6 +167,7 @@ void Analyzer::close_frame() {
       [[fallthrough]];
     case FrameKind::list:
       check_fragments(f.args, f.line);
+      check_code_list(f.args, f.line);
       check_python_c(f.args, f.line);
       result.val = container(f.args);
       break;
@@ -296,6 +297,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
   }
   report_call(qual, args, f.line);
   if (qual.starts_with("local:")) {
+    check_fragments(args, f.line);  // _lookup("set", "uid")
     if (auto it = returns_.find(qual + "()"); it != returns_.end()) return it->second;
   }
   // self.unpack(): a method of the file's own class returns what its def returns.

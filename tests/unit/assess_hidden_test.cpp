@@ -93,3 +93,33 @@ TEST(AssessHidden, CodeBelowBlankPadding) {
   // Blank lines at the end hide nothing.
   EXPECT_EQ(level("print(1)\n" + std::string(300, '\n')), RiskLevel::low);
 }
+
+TEST(AssessHidden, NamesFromCallPiecesAndCharacterCodes) {
+  EXPECT_EQ(level("import os\ndef pick(a, b):\n    return getattr(os, a + b)\npick('set', 'uid')(0)\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import builtins, urllib.request\nfn = getattr(builtins, ''.join(map(chr, [101, 118, 97, 108])))\n"
+                  "fn(urllib.request.urlopen('https://example.org').read())\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("RED = (255, 0, 0)\nV = [97, 101, 105]\ndef f(a, b):\n    return a + b\nprint(f('ab', 'cd'), RED, V)\n"),
+            RiskLevel::low);
+}
+
+TEST(AssessHidden, AugmentedStringsAndCodePieces) {
+  // Pieces of statements joined in a loop and executed.
+  EXPECT_EQ(level("P = ['import o', 's;o', 's.getcwd()']\nsrc = ''\nfor p in P:\n    src += p\nexec(src)\n"),
+            RiskLevel::blocked);
+  // `+=` of a constant keeps folding the command.
+  EXPECT_EQ(level("import os\ncmd = 'rm -rf '\ncmd += '/'\nos.system(cmd)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("L = ['import sys', 'print(sys.argv)', 'x = 1']\nprint('\\n'.join(L))\n"), RiskLevel::low);
+}
+
+TEST(AssessHidden, Base64ConstantsHoldingCodeAreRead) {
+  // "import os\nos.system('crontab -r')\n", decoded in one function and run in another.
+  EXPECT_EQ(level("import base64\nB = 'aW1wb3J0IG9zCm9zLnN5c3RlbSgnY3JvbnRhYiAtcicpCg=='\n"
+                  "def un(d):\n    return base64.b64decode(d).decode()\ndef run(s):\n    exec(s)\nrun(un(B))\n"),
+            RiskLevel::blocked);
+  // "Thanks (v2).\nSee the docs; bye.\n" is text, not code that does anything.
+  EXPECT_EQ(level("import base64\nN = 'VGhhbmtzICh2MikuClNlZSB0aGUgZG9jczsgYnllLgo='\n"
+                  "def show(b):\n    print(base64.b64decode(b).decode())\nshow(N)\n"),
+            RiskLevel::low);
+}
