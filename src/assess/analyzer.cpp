@@ -296,28 +296,7 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
     return;
   }
   Frame& f = frames_.back();
-  if ((kw == "if" || kw == "or") && f.cond == 0 && is_name_kind(f.cur.kind)) {
-    // `run = os.system if quiet else os.popen`, `sh = os.getenv("SHELL") or "/bin/sh"`: the
-    // value is the first one (the callable, the setting).
-    f.cond = kw == "if" ? 1 : 2;
-    f.cond_then = std::move(f.cur);
-    f.cur = ArgInfo{};
-    f.cur.keyword = f.cond_then.keyword;
-    return;
-  }
-  if (kw == "else" && f.cond == 1) {
-    f.cond = 2;
-    f.cur = ArgInfo{};
-    return;
-  }
-  if (kw == "lambda" && f.cur.kind == Kind::none) {
-    // A function written in place: no text of its own, and never code from input.
-    f.cur.kind = Kind::expr;
-    f.cur.text = "<lambda>";
-    f.cur.dynamic = true;
-    f.after_plus = false;
-    return;
-  }
+  if (value_keyword(kw, f)) return;
   // Operators spelled as words make the current argument an expression.
   if (f.cur.kind != Kind::none) {
     f.cur.dynamic = true;
@@ -441,25 +420,10 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   }
   if (frames_.size() == 1 && top.kind == FrameKind::statement) {
     if (op == "*=" || op == "**=" || op == "<<=") doubles_ = true;
-    if (op == "+=" && !last_flushed_raw_.empty() && last_flushed_single_) {
-      // `name += piece`: what follows is the piece alone (see augment()).
-      aug_target_ = last_flushed_raw_;
-      top.cur = ArgInfo{};
-      top.after_plus = false;
-      return;
-    }
     if (op == "+=") aug_target_ = last_flushed_raw_;
     if (c == '*' && !targets_.empty()) saw_mul_ = true;
   }
-  // os.O_WRONLY | os.O_CREAT: flags keep their names ("os.O_WRONLY|os.O_CREAT").
-  if (c == '|' && (is_name_kind(top.cur.kind) || top.flag_chain)) {
-    if (is_name_kind(top.cur.kind)) top.cur.kind = Kind::expr;
-    top.cur.dynamic = true;
-    append_capped(top.cur.text, "|", kMaxText);
-    top.flag_chain = true;
-    top.after_plus = false;
-    return;
-  }
+  if (value_operator(op, top)) return;
   // Any other operator: the argument is computed.
   if (top.cur.kind != Kind::none) {
     top.cur.dynamic = true;
@@ -603,33 +567,6 @@ void Analyzer::parse_import() {
     sink_.on_import(full, line);
     modules_.insert(full);
     bind(as, ArgInfo{{}, Kind::name, full, true});
-  }
-}
-
-void Analyzer::scan_lines(std::string_view s) {
-  uint32_t line = 1, blanks = 0;
-  size_t begin = 0;
-  bool long_seen = false, padding_seen = false;
-  while (begin <= s.size() && !(long_seen && padding_seen)) {
-    size_t end = s.find('\n', begin);
-    if (end == std::string_view::npos) end = s.size();
-    if (!long_seen && end - begin > limits_.long_line) {
-      sink_.on_detector(Detector::long_line, line, std::to_string(end - begin) + " bytes");
-      long_seen = true;  // one is evidence enough
-    }
-    // Code after a long run of blank lines sits where no reader scrolls (trailing padding).
-    const std::string_view l = s.substr(begin, end - begin);
-    if (l.find_first_not_of(" \t\r\f") == std::string_view::npos) {
-      ++blanks;
-    } else {
-      if (!padding_seen && blanks >= limits_.blank_run) {
-        sink_.on_detector(Detector::blank_padding, line, std::to_string(blanks) + " blank lines");
-        padding_seen = true;
-      }
-      blanks = 0;
-    }
-    begin = end + 1;
-    ++line;
   }
 }
 

@@ -1,4 +1,5 @@
-// Code and names hidden in pieces: string values joined from pieces are reported whole, the
+// Code and names hidden in pieces or out of view: long lines and blank-line padding, values
+// chosen by conditionals or grown with +=, string values joined from pieces reported whole, the
 // code of `python -c '...'` command lines is analyzed as code, identifier fragments in a list
 // are reported joined, and namespace lookups with computed keys are evidence like getattr's.
 #include <algorithm>
@@ -132,6 +133,8 @@ void Analyzer::check_code_list(const std::vector<ArgInfo>& items, uint32_t line)
   std::string joined;
   for (const auto& a : items) {
     if (a.kind != Kind::string || a.dynamic || !a.keyword.empty()) return;
+    // A whole statement in one item is not cut into pieces (`['-c', CODE, '--flag']`).
+    if (a.text.find("import") != std::string::npos && a.text.find('(') != std::string::npos) return;
     if (!append_capped(joined, a.text, kMaxText)) return;
   }
   // Python statements cut into pieces: an import and a call, more than one statement.
@@ -156,6 +159,86 @@ void Analyzer::check_python_c(const std::vector<ArgInfo>& items, uint32_t line) 
       }
     }
   }
+}
+
+void Analyzer::scan_lines(std::string_view s) {
+  uint32_t line = 1, blanks = 0;
+  size_t begin = 0;
+  bool long_seen = false, padding_seen = false;
+  while (begin <= s.size() && !(long_seen && padding_seen)) {
+    size_t end = s.find('\n', begin);
+    if (end == std::string_view::npos) end = s.size();
+    if (!long_seen && end - begin > limits_.long_line) {
+      sink_.on_detector(Detector::long_line, line, std::to_string(end - begin) + " bytes");
+      long_seen = true;  // one is evidence enough
+    }
+    // Code after a long run of blank lines sits where no reader scrolls (trailing padding).
+    const std::string_view l = s.substr(begin, end - begin);
+    if (l.find_first_not_of(" \t\r\f") == std::string_view::npos) {
+      ++blanks;
+    } else {
+      if (!padding_seen && blanks >= limits_.blank_run) {
+        sink_.on_detector(Detector::blank_padding, line, std::to_string(blanks) + " blank lines");
+        padding_seen = true;
+      }
+      blanks = 0;
+    }
+    begin = end + 1;
+    ++line;
+  }
+}
+
+bool Analyzer::value_keyword(std::string_view kw, Frame& f) {
+  if ((kw == "if" || kw == "or") && f.cond == 0 && is_name_kind(f.cur.kind)) {
+    // `run = os.system if quiet else os.popen`, `sh = os.getenv("SHELL") or "/bin/sh"`: the
+    // value is the first one (the callable, the setting).
+    f.cond = kw == "if" ? 1 : 2;
+    f.cond_then = std::move(f.cur);
+    f.cur = ArgInfo{};
+    f.cur.keyword = f.cond_then.keyword;
+    return true;
+  }
+  if (kw == "else" && f.cond == 1) {
+    f.cond = 2;
+    f.cur = ArgInfo{};
+    return true;
+  }
+  if (kw == "lambda" && f.cur.kind == Kind::none) {
+    // A function written in place: no text of its own, and never code from input.
+    f.cur.kind = Kind::expr;
+    f.cur.text = "<lambda>";
+    f.cur.dynamic = true;
+    f.after_plus = false;
+    return true;
+  }
+  return false;
+}
+
+bool Analyzer::value_operator(std::string_view op, Frame& top) {
+  if (op == "+=" && frames_.size() == 1 && top.kind == FrameKind::statement && !last_flushed_raw_.empty() &&
+      last_flushed_single_) {
+    // `name += piece`: what follows is the piece alone (see augment()).
+    aug_target_ = last_flushed_raw_;
+    top.cur = ArgInfo{};
+    top.after_plus = false;
+    return true;
+  }
+  // `prog %= args`, `n *= 2`: the name no longer holds the constant it was bound to.
+  if (op.size() >= 2 && op.back() == '=' && op != "==" && op != "!=" && op != "<=" && op != ">=" && op != "+=" &&
+      frames_.size() == 1 && !last_flushed_raw_.empty() && last_flushed_single_) {
+    if (auto it = symbols_.find(last_flushed_raw_); it != symbols_.end()) it->second.dynamic = true;
+    return false;
+  }
+  // os.O_WRONLY | os.O_CREAT: flags keep their names ("os.O_WRONLY|os.O_CREAT").
+  if (op == "|" && (is_name_kind(top.cur.kind) || top.flag_chain)) {
+    if (is_name_kind(top.cur.kind)) top.cur.kind = Kind::expr;
+    top.cur.dynamic = true;
+    append_capped(top.cur.text, "|", kMaxText);
+    top.flag_chain = true;
+    top.after_plus = false;
+    return true;
+  }
+  return false;
 }
 
 void Analyzer::augment(const ArgInfo& piece) {

@@ -189,6 +189,10 @@ class Analyzer {
   void check_code_list(const std::vector<ArgInfo>& items, uint32_t line);
   // `["python3", "-c", CODE]`: CODE is analyzed as code.
   void check_python_c(const std::vector<ArgInfo>& items, uint32_t line);
+  // `A if C else B`, `A or B` (the value is A) and `lambda`; true when the keyword was taken.
+  bool value_keyword(std::string_view kw, Frame& f);
+  // `name += piece` and `NAME | NAME` flag chains; true when the operator was taken.
+  bool value_operator(std::string_view op, Frame& top);
   // `vars(mod)[key]`, `mod.__dict__[key]`, `globals()[key]` with a key that is not a constant.
   void namespace_key(const ArgInfo& key, uint32_t line);
 
