@@ -43,6 +43,8 @@ enum class Detector : uint8_t {
   not_python,         // an ELF executable, a shell script or binary data, not Python source
   python2,            // Python 2 statements (`print "x"`, `exec code`): the file cannot run as Python 3
   xor_decode,         // `^` inside bytes()/bytearray()/chr(): bytes decoded with an XOR key
+  blank_padding,      // code after a long run of blank lines (pushed out of view)
+  code_fragments,     // a list of constant pieces that join into Python statements
   count_,
 };
 const char* to_string(Detector d) noexcept;
@@ -78,6 +80,7 @@ class EventSink {
 struct AnalyzerLimits {
   uint32_t long_line = 1000;
   uint32_t wide_gap = 80;
+  uint32_t blank_run = 100;              // blank lines before code that read as padding
   uint32_t entropy_min_length = 200;
   double entropy_bits = 3.5;
   uint32_t max_nesting = 200;

@@ -295,8 +295,9 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
     as_value_ = frames_.back().cur;
     return;
   }
-  // Operators spelled as words make the current argument an expression.
   Frame& f = frames_.back();
+  if (value_keyword(kw, f)) return;
+  // Operators spelled as words make the current argument an expression.
   if (f.cur.kind != Kind::none) {
     f.cur.dynamic = true;
     to_expr(f.cur);
@@ -322,6 +323,7 @@ void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
     flush();
     prim_ = Primary{true, ArgInfo{{}, Kind::string, std::move(value)}, {}, {}, line};
   }
+  ++prim_.pieces;
   prev_string_ = true;
 }
 
@@ -421,6 +423,7 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     if (op == "+=") aug_target_ = last_flushed_raw_;
     if (c == '*' && !targets_.empty()) saw_mul_ = true;
   }
+  if (value_operator(op, top)) return;
   // Any other operator: the argument is computed.
   if (top.cur.kind != Kind::none) {
     top.cur.dynamic = true;
@@ -446,6 +449,7 @@ void Analyzer::end_statement(bool suite_continues) {
       report_call("<grow>", {}, stmt_line_);
     Frame& s = frames_.back();
     finish_arg(s);
+    if (!aug_target_.empty() && targets_.empty() && s.args.size() == 1) augment(s.args[0]);
     if (!return_fn_.empty() && s.args.size() == 1) {
       const ArgInfo& v = s.args[0];
       // Only values that carry evidence: a constant, folded or decoded string. A later return
@@ -531,6 +535,8 @@ void Analyzer::parse_import() {
       }
       if (!mod.empty()) {
         sink_.on_import(mod, line);
+        modules_.insert(mod);
+        modules_.insert(mod.substr(0, mod.find('.')));
         if (!as.empty()) bind(as, ArgInfo{{}, Kind::name, mod, true});
         else bind(mod.substr(0, mod.find('.')), ArgInfo{{}, Kind::name, mod.substr(0, mod.find('.')), true});
       }
@@ -559,22 +565,8 @@ void Analyzer::parse_import() {
     }
     std::string full = mod.empty() || mod.back() == '.' ? mod + name : mod + "." + name;
     sink_.on_import(full, line);
+    modules_.insert(full);
     bind(as, ArgInfo{{}, Kind::name, full, true});
-  }
-}
-
-void Analyzer::scan_lines(std::string_view s) {
-  uint32_t line = 1;
-  size_t begin = 0;
-  while (begin <= s.size()) {
-    size_t end = s.find('\n', begin);
-    if (end == std::string_view::npos) end = s.size();
-    if (end - begin > limits_.long_line) {
-      sink_.on_detector(Detector::long_line, line, std::to_string(end - begin) + " bytes");
-      return;  // one is evidence enough
-    }
-    begin = end + 1;
-    ++line;
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "sandboxrun/assess_analyzer.hpp"
@@ -40,6 +41,10 @@ struct Frame {
   bool after_plus = false;
   bool in_spec = false;  // field: after the ':' of a format spec
   std::string sig;       // subscript: its tokens, to recognise [::-1]
+  // `A if C else B` where A is a name (a callable chosen by a test): the argument is A.
+  uint8_t cond = 0;  // 1: in C, 2: in B (or after `or`)
+  ArgInfo cond_then;
+  bool flag_chain = false;  // cur is NAME | NAME ...
 };
 
 struct Primary {
@@ -48,6 +53,7 @@ struct Primary {
   std::string raw_name;  // the source spelling when the primary is one bare name
   std::string method;    // attribute read on a string constant
   uint32_t line = 0;
+  uint32_t pieces = 0;   // string literals joined implicitly ('a' 'b')
 };
 
 // A call whose rules care about loops waits in its innermost loop or function block until
@@ -172,7 +178,29 @@ class Analyzer {
   // `suite_continues`: a ';' inside a one-line suite (`while 1: os.fork(); break`).
   void end_statement(bool suite_continues = false);
 
+  // ---- code inside strings and names in pieces (analyzer_hidden.cpp) ----------------------
+  // A completed string value: emitted whole when it was joined from pieces (`whole`), and the
+  // code of a `python -c '...'` command line in it analyzed as code.
+  void on_string_value(const ArgInfo& v, uint32_t line, bool whole);
+  // A list or tuple of constant identifier fragments (['se', 'tu', 'id']): its join is reported
+  // as the reference "<assembled>.NAME", so that rules can name what a hidden name reaches.
+  void check_fragments(const std::vector<ArgInfo>& items, uint32_t line);
+  // A list of three or more constant pieces that join into Python statements.
+  void check_code_list(const std::vector<ArgInfo>& items, uint32_t line);
+  // `["python3", "-c", CODE]`: CODE is analyzed as code.
+  void check_python_c(const std::vector<ArgInfo>& items, uint32_t line);
+  // `A if C else B`, `A or B` (the value is A) and `lambda`; true when the keyword was taken.
+  bool value_keyword(std::string_view kw, Frame& f);
+  // `name += piece` and `NAME | NAME` flag chains; true when the operator was taken.
+  bool value_operator(std::string_view op, Frame& top);
+  // `vars(mod)[key]`, `mod.__dict__[key]`, `globals()[key]` with a key that is not a constant.
+  void namespace_key(const ArgInfo& key, uint32_t line);
+
   void parse_import();
+
+  // `name += value`: a string grows (folded when the piece is a constant), anything else is
+  // no longer the constant it was bound to.
+  void augment(const ArgInfo& piece);
 
   // ---- whole file --------------------------------------------------------------------------
   void scan_lines(std::string_view s);
@@ -191,6 +219,8 @@ class Analyzer {
   // What a local function returns when that is a constant, folded or decoded string
   // ("local:f()"): a payload assembled in one function and executed in another keeps its kind.
   std::unordered_map<std::string, ArgInfo, NameHash, std::equal_to<>> returns_;
+  // Modules bound by import statements: a subscript of one is a lookup in its namespace.
+  std::unordered_set<std::string, NameHash, std::equal_to<>> modules_;
   std::deque<Fragment> queue_;
   uint64_t fragment_bytes_ = 0;
   std::vector<std::pair<std::string, uint32_t>> docstrings_;

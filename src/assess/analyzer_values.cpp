@@ -87,6 +87,8 @@ void Analyzer::flush() {
     sink_.on_reference(p.val.text, p.line);
   } else if (p.val.kind == Kind::string && !p.method.empty()) {
     p.val.dynamic = true;  // an unread attribute of a string: 'x'.upper
+  } else if (p.val.kind == Kind::string && !bare_strings_) {
+    on_string_value(p.val, p.line, p.pieces > 1 || p.val.folded);
   }
   Frame& f = frames_.back();
   last_flushed_single_ = f.cur.kind == Kind::none && !p.raw_name.empty();
@@ -117,18 +119,25 @@ void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
   } else {
     to_expr(c);
     c.dynamic = true;
-    if (v.kind == Kind::string) append_capped(c.text, v.text, kMaxText);
+    if (v.kind == Kind::string || (f.flag_chain && is_name_kind(v.kind))) append_capped(c.text, v.text, kMaxText);
     c.decoded |= v.decoded;
   }
   f.after_plus = false;
 }
 
 void Analyzer::finish_arg(Frame& f) {
+  if (f.cond) {
+    std::string kw = std::move(f.cond_then.keyword);
+    f.cur = std::move(f.cond_then);
+    f.cur.keyword = std::move(kw);
+    f.cond = 0;
+  }
   if (f.cur.kind != Kind::none || !f.cur.keyword.empty()) {
     if (f.args.size() < kMaxArgs) f.args.push_back(std::move(f.cur));
   }
   f.cur = ArgInfo{};
   f.after_plus = false;
+  f.flag_chain = false;
 }
 
 void Analyzer::close_frame() {
@@ -141,6 +150,9 @@ void Analyzer::close_frame() {
   frames_.pop_back();
   // An f-string collects its text in cur; its fields report into it directly.
   if (f.kind != FrameKind::fstring) finish_arg(f);
+  if (f.kind == FrameKind::call)
+    for (const auto& a : f.args)
+      if (a.kind == Kind::string && a.folded) on_string_value(a, f.line, true);
   Primary result;
   result.active = true;
   result.line = f.line;
@@ -153,7 +165,12 @@ void Analyzer::close_frame() {
         break;
       }
       [[fallthrough]];
-    case FrameKind::list: result.val = container(f.args); break;
+    case FrameKind::list:
+      check_fragments(f.args, f.line);
+      check_code_list(f.args, f.line);
+      check_python_c(f.args, f.line);
+      result.val = container(f.args);
+      break;
     case FrameKind::brace:
       // method: "os.environ.copy()" when the literal unpacks the environment ({**os.environ}).
       result.val = f.method.empty() ? ArgInfo{{}, Kind::container, {}, true, false, any_decoded(f.args)}
@@ -280,7 +297,12 @@ ArgInfo Analyzer::close_call(Frame& f) {
   }
   report_call(qual, args, f.line);
   if (qual.starts_with("local:")) {
+    check_fragments(args, f.line);  // _lookup("set", "uid")
     if (auto it = returns_.find(qual + "()"); it != returns_.end()) return it->second;
+  }
+  // self.unpack(): a method of the file's own class returns what its def returns.
+  if ((qual.starts_with("self.") || qual.starts_with("cls.")) && qual.find('.', qual.find('.') + 1) == std::string::npos) {
+    if (auto it = returns_.find("local:" + qual.substr(qual.find('.') + 1) + "()"); it != returns_.end()) return it->second;
   }
 
   if (is_path_builder(qual)) {
@@ -304,7 +326,8 @@ ArgInfo Analyzer::close_call(Frame& f) {
     if (qual == "pathlib.Path.cwd") p.dynamic = true;
     if (has_text) return p;
   }
-  ArgInfo r{{}, Kind::call, qual, true, false, decoded_args};
+  // A method of decoded data still returns it: b64decode(x).decode(), decompress(x).strip().
+  ArgInfo r{{}, Kind::call, qual, true, false, decoded_args || f.callee.decoded};
   append_capped(r.text, "()", kMaxQual);
   const ArgInfo* a0 = args.empty() ? nullptr : &args[0];
   const bool const0 = a0 && a0->kind == Kind::string && !a0->dynamic;
@@ -319,6 +342,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
       if (a0->folded || a0->decoded) sink_.on_detector(Detector::dynamic_import, f.line, a0->text);
       std::string mod = a0->text;
       if (qual != "importlib.import_module") mod = mod.substr(0, mod.find('.'));
+      if (modules_.size() < kMaxSymbols) modules_.insert(mod);
       return ArgInfo{{}, Kind::name, std::move(mod), true};
     }
     sink_.on_detector(Detector::dynamic_import, f.line, "non-constant module name");
@@ -350,6 +374,9 @@ ArgInfo Analyzer::close_call(Frame& f) {
   }
   if ((qual == "globals" || qual == "locals" || qual == "vars") && args.empty())
     return ArgInfo{{}, Kind::call, "globals()", true};
+  // vars(module) is the module's namespace: a subscript of it reads an attribute.
+  if (qual == "vars" && a0 && is_name_kind(a0->kind) && modules_.count(detail::canonical(a0->text)))
+    return ArgInfo{{}, Kind::name, detail::canonical(a0->text), true};
   if (qual == "vars" && a0 && is_name_kind(a0->kind) &&
       (a0->text == "builtins" || a0->text == "__builtins__" || a0->text == "__builtin__")) {
     sink_.on_detector(Detector::builtins_dict, f.line, "vars(builtins)");
@@ -403,6 +430,16 @@ ArgInfo Analyzer::close_subscript(Frame& f) {
       return ArgInfo{{}, Kind::name, key.text, true};
     }
     if (bq == "sys.modules") return ArgInfo{{}, Kind::name, key.text, true};
+    if (modules_.count(bq)) {
+      // os.__dict__['system'], vars(os)['system']: the attribute, as getattr reads it.
+      if (key.folded || key.decoded) sink_.on_detector(Detector::getattr_computed, f.line, key.text);
+      ArgInfo v{{}, Kind::name, detail::canonical(bq + "." + key.text), true};
+      if (v.text.size() > kMaxQual) v.text.resize(kMaxQual);
+      sink_.on_reference(v.text, f.line);
+      return v;
+    }
+  } else if (key.kind != Kind::none && (bq == "globals()" || modules_.count(bq))) {
+    namespace_key(key, f.line);
   }
   std::string sq = bq + "[]";
   std::span<const ArgInfo> args(&key, key.kind == Kind::none ? 0 : 1);
@@ -456,6 +493,7 @@ void Analyzer::bind(const std::string& name, const ArgInfo& value) {
   ArgInfo v = value;
   v.keyword.clear();
   if (is_name_kind(v.kind)) v.text = detail::canonical(v.text);
+  if (v.kind == Kind::string && v.folded) on_string_value(v, stmt_line_, true);
   // Every use of a name copies its value: keep long constants short, and read them as
   // code once here in case they are exec'd later.
   if (v.kind == Kind::string && v.text.size() > kMaxSymbolText) {

@@ -91,7 +91,7 @@ SecurityConfig parse_settings(const std::filesystem::path& security_yaml, const 
     }
     if (const auto o = root["override"]) cfg.override_policy = parse_override_policy(y, o);
     if (const auto l = root["limits"]) {
-      y.check_keys(l, "limits", {"max_bytes", "long_line", "wide_gap", "entropy_min_length", "entropy_bits", "max_nesting",
+      y.check_keys(l, "limits", {"max_bytes", "long_line", "wide_gap", "blank_run", "entropy_min_length", "entropy_bits", "max_nesting",
                                  "max_fragment_depth", "max_fragment_bytes", "max_findings_per_rule"});
       auto& a = cfg.limits;
       auto u32 = [&](const char* name, uint64_t lo, uint64_t hi) {
@@ -100,6 +100,7 @@ SecurityConfig parse_settings(const std::filesystem::path& security_yaml, const 
       if (l["max_bytes"]) cfg.max_bytes = y.size(l["max_bytes"], "limits.max_bytes", 1);
       if (l["long_line"]) a.long_line = u32("long_line", 80, 1 << 24);
       if (l["wide_gap"]) a.wide_gap = u32("wide_gap", 8, 1 << 20);
+      if (l["blank_run"]) a.blank_run = u32("blank_run", 8, 1 << 24);
       if (l["entropy_min_length"]) a.entropy_min_length = u32("entropy_min_length", 16, 1 << 24);
       if (l["entropy_bits"]) a.entropy_bits = y.number(l["entropy_bits"], "limits.entropy_bits", 0.5, 8.0);
       if (l["max_nesting"]) a.max_nesting = u32("max_nesting", 8, 100000);

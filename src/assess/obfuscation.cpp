@@ -64,6 +64,8 @@ const char* to_string(Detector d) noexcept {
     case Detector::not_python: return "not_python";
     case Detector::python2: return "python2";
     case Detector::xor_decode: return "xor_decode";
+    case Detector::blank_padding: return "blank_padding";
+    case Detector::code_fragments: return "code_fragments";
     case Detector::count_: break;
   }
   return "?";
