@@ -11,6 +11,7 @@ namespace sandboxrun::assess {
 namespace detail {
 
 void Analyzer::run(std::string_view source) {
+  string_budget_ = 2 * uint64_t(source.size()) + limits_.max_fragment_bytes + (64 << 10);
   scan_lines(source);
   if (auto enc = detail::unusual_source_encoding(source)) sink_.on_detector(Detector::source_encoding, 1, *enc);
   if (auto what = detail::foreign_format(source)) sink_.on_detector(Detector::not_python, 1, *what);

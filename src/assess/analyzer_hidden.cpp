@@ -92,7 +92,12 @@ std::optional<std::string> python_c_code(std::string_view text) {
 }  // namespace
 
 void Analyzer::on_string_value(const ArgInfo& v, uint32_t line, bool whole) {
-  if (v.text.empty()) return;
+  // Values are copied wherever a name is used: a small fixed budget for joined values keeps
+  // a few source bytes (f(s+s) a million times) from multiplying the work; literals are read
+  // once each, within a budget in proportion to the input.
+  uint64_t& budget = whole ? whole_budget_ : string_budget_;
+  if (v.text.empty() || v.text.size() > budget) return;
+  budget -= v.text.size();
   if (whole) sink_.on_string(v.text, line);
   // A base64 constant that holds code is read as code wherever it is decoded (a payload
   // decoded in one function and executed in another); prose and binary data are not.

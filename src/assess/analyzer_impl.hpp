@@ -222,6 +222,8 @@ class Analyzer {
   // Modules bound by import statements: a subscript of one is a lookup in its namespace.
   std::unordered_set<std::string, NameHash, std::equal_to<>> modules_;
   std::deque<Fragment> queue_;
+  uint64_t string_budget_ = 0;         // literal bytes on_string_value may still scan (see there)
+  uint64_t whole_budget_ = 256 << 10;  // joined-value bytes it may still report and scan
   uint64_t fragment_bytes_ = 0;
   std::vector<std::pair<std::string, uint32_t>> docstrings_;
   size_t doc_bytes_ = 0;

@@ -87,8 +87,9 @@ void Analyzer::flush() {
     sink_.on_reference(p.val.text, p.line);
   } else if (p.val.kind == Kind::string && !p.method.empty()) {
     p.val.dynamic = true;  // an unread attribute of a string: 'x'.upper
-  } else if (p.val.kind == Kind::string && !bare_strings_) {
-    on_string_value(p.val, p.line, p.pieces > 1 || p.val.folded);
+  } else if (p.val.kind == Kind::string && !bare_strings_ && p.pieces > 0) {
+    // Literals only: a name that holds a string was read when it was bound.
+    on_string_value(p.val, p.line, p.pieces > 1);
   }
   Frame& f = frames_.back();
   last_flushed_single_ = f.cur.kind == Kind::none && !p.raw_name.empty();
