@@ -7,10 +7,11 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRCONFIG\x02";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRCONFIG\x03";  // bump the last byte when the encoding changes
 
 // Every setting must be written and read below. A changed size means a field was added or
-// removed: add it to put()/get() and bump kMagic, then update the sizes here.
+// removed: add it to put()/get() and bump kMagic, then update the sizes here. A field added
+// into padding keeps the size: the unit test's kEverySetting must set every key too.
 static_assert(sizeof(SecurityConfig) == 456 && sizeof(OverridePolicy) == 72 && sizeof(BanditSettings) == 64 && sizeof(SemgrepSettings) == 88 &&
                   sizeof(AnalyzerLimits) == 40,
               "SecurityConfig changed: store the new setting in config_cache.cpp");
@@ -47,6 +48,7 @@ std::string put(const SecurityConfig& c, const std::vector<std::filesystem::path
   const auto& l = c.limits;
   w.u32(l.long_line);
   w.u32(l.wide_gap);
+  w.u32(l.blank_run);
   w.u32(l.entropy_min_length);
   w.f64(l.entropy_bits);
   w.u32(l.max_nesting);
@@ -82,6 +84,7 @@ bool get(std::string_view payload, SecurityConfig& c, std::vector<std::filesyste
   auto& l = c.limits;
   l.long_line = in.u32();
   l.wide_gap = in.u32();
+  l.blank_run = in.u32();
   l.entropy_min_length = in.u32();
   l.entropy_bits = in.f64();
   l.max_nesting = in.u32();

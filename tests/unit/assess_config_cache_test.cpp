@@ -28,7 +28,7 @@ std::string describe(const SecurityConfig& c) {
   o << ' ' << static_cast<int>(c.override_trust) << ' ' << c.override_policy.min_reason_length << ' '
     << c.override_policy.allowed_uids.has_value() << ' ' << c.override_policy.allowed_groups.has_value() << ' ' << c.max_bytes << ' ' << c.max_findings_per_rule;
   const auto& l = c.limits;
-  o << ' ' << l.long_line << ' ' << l.wide_gap << ' ' << l.entropy_min_length << ' ' << l.entropy_bits << ' '
+  o << ' ' << l.long_line << ' ' << l.wide_gap << ' ' << l.blank_run << ' ' << l.entropy_min_length << ' ' << l.entropy_bits << ' '
     << l.max_nesting << ' ' << l.max_fragment_depth << ' ' << l.max_fragment_bytes;
   o << ' ' << c.bandit.enabled << ' ' << c.bandit.command << ' ' << c.bandit.timeout.count() << ' ' << c.bandit.score_low
     << ' ' << c.bandit.score_medium << ' ' << c.bandit.score_high;
@@ -48,6 +48,7 @@ limits:
   max_bytes: 5m
   long_line: 900
   wide_gap: 70
+  blank_run: 33
   entropy_min_length: 150
   entropy_bits: 3.75
   max_nesting: 150
