@@ -363,7 +363,7 @@ int audit_command(const std::vector<std::string>& args,
   app.require_subcommand(1);
   Common common;
   auto add_common = [&](CLI::App* sub) {
-    sub->add_option("--log", common.log, "audit log file (default: from audit.yaml)");
+    sub->add_option("--log,--audit-log", common.log, "audit log file (default: from audit.yaml; --audit-log as for a run)");
     sub->add_option("--config", common.config, "audit.yaml to use");
   };
   bool as_json = false, no_objects = false;

@@ -62,7 +62,7 @@ TEST(AuditStore, SecondVersionOfAScriptRecordsItsDiffAndShowDiffPrintsIt) {
   EXPECT_NE(shown.out.find(" x = 1\n-print('hello')\n+print('changed')\n print(x)\n"), std::string::npos) << shown.out;
   EXPECT_NE(shown.out.find("--- job.py\trun " + id1), std::string::npos) << shown.out;
   EXPECT_NE(shown.out.find("+++ job.py\trun " + id2), std::string::npos) << shown.out;
-  auto none = run_binary({"audit", "show", "--log", d.path() + "/log/audit.log", "--diff", id1});
+  auto none = run_binary({"audit", "show", "--audit-log", d.path() + "/log/audit.log", "--diff", id1});
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.err.find("no diff_from"), std::string::npos) << none.err;
 
