@@ -1,4 +1,8 @@
 #include "harness.hpp"
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <cstring>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -36,7 +40,45 @@ int listen_on_loopback(int backlog, uint16_t* port) {
 }
 
 Exec run_binary(const std::vector<std::string>& args, const std::vector<std::string>& env, int as_uid) {
-  return run_program(SANDBOXRUN_BIN, args, env, as_uid);
+  if (as_uid < 0) return run_program(SANDBOXRUN_BIN, args, env, as_uid);
+  // The binary inside the reachable tree: its build directory's path relative to the source.
+  const std::string rel = std::filesystem::path(SANDBOXRUN_BIN).lexically_relative(source_dir());
+  return run_program(reachable_source_dir() + "/" + rel, args, env, as_uid);
+}
+
+namespace {
+
+// Can every user reach `path` (search permission on each directory above it)?
+bool reachable_by_all(const std::filesystem::path& path) {
+  for (std::filesystem::path p = path; p != p.root_path(); p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string reachable_source_dir() {
+  static const std::string path = []() -> std::string {
+    const std::string src = source_dir();
+    if (reachable_by_all(src)) return src;
+    char tmpl[] = "/tmp/sandboxrun-test-src-XXXXXX";
+    if (!::mkdtemp(tmpl) || ::chmod(tmpl, 0755) != 0) return "";
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount(src.c_str(), tmpl, nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      ADD_FAILURE() << "cannot bind " << src << " onto " << tmpl << ": " << std::strerror(errno);
+      return "";
+    }
+    // Only this process sees the mount; the directory under it goes when the process exits.
+    static std::string to_remove = tmpl;
+    std::atexit([] {
+      ::umount2(to_remove.c_str(), MNT_DETACH);
+      ::rmdir(to_remove.c_str());
+    });
+    return tmpl;
+  }();
+  return path;
 }
 
 Exec run_program(const std::string& program, const std::vector<std::string>& args, const std::vector<std::string>& env,
@@ -143,8 +185,8 @@ std::string drop_top_level_keys(const std::string& yaml, const std::string& extr
 
 }  // namespace
 
-std::string write_config(const TempDir& dir, const std::string& sandbox_extra, const std::string& security_extra) {
-  const std::string src = source_dir();
+std::string write_config(const TempDir& dir, const std::string& sandbox_extra, const std::string& security_extra,
+                         const std::string& src) {
   std::string sandbox = read_text(src + "/config/sandbox.yaml");
   // Absolute data paths, so the copy works from anywhere and for a binary outside the tree.
   replace_all(sandbox, "seccomp=policies/", "seccomp=" + src + "/policies/");

@@ -15,6 +15,7 @@ struct Exec {
 
 // Runs sandboxrun with args; env entries "K=V" are added to a minimal environment. With
 // as_uid >= 0 the binary runs as that unprivileged user (uid and gid), with no groups.
+// Runs the sandboxrun binary; with as_uid >= 0, the copy of it in reachable_source_dir().
 Exec run_binary(const std::vector<std::string>& args, const std::vector<std::string>& env = {}, int as_uid = -1);
 // The same for another program (an installed copy, a service).
 Exec run_program(const std::string& program, const std::vector<std::string>& args,
@@ -46,6 +47,11 @@ Sandboxed run_python(const std::string& script, const std::vector<std::string>& 
                      const std::vector<std::string>& env = {});
 
 std::string source_dir();
+// The source tree as every user can reach it: source_dir() itself, or, for a checkout under a
+// 0700 directory (/root/src/sandboxrun), the tree bind-mounted onto a world-reachable directory
+// in a mount namespace private to this test process (nothing shows outside it). "" on failure
+// (with a test failure added).
+std::string reachable_source_dir();
 
 // A TCP socket listening on 127.0.0.1 at a free port (stored in *port), for the tests' own servers.
 int listen_on_loopback(int backlog, uint16_t* port);
@@ -55,8 +61,9 @@ std::string read_text(const std::string& path);
 
 // Copies the project's config/ (sandbox, security, audit) into dir with every relative path made
 // absolute, replacing the security.yaml keys given in `security_extra` (appended YAML), and
-// returns the path of the copy's sandbox.yaml. Files are world-readable.
+// returns the path of the copy's sandbox.yaml. Files are world-readable. `src`: the tree the
+// paths point into (reachable_source_dir() for a config an unprivileged user reads).
 std::string write_config(const TempDir& dir, const std::string& sandbox_extra = "",
-                         const std::string& security_extra = "");
+                         const std::string& security_extra = "", const std::string& src = source_dir());
 
 }  // namespace sandboxrun::testing

@@ -53,7 +53,9 @@ struct Override : ::testing::Test {
                                 int as_uid = -1) {
     TempDir* cfg_dir = new TempDir;  // kept for the test's life: the config is read by the run
     configs.emplace_back(cfg_dir);
-    std::vector<std::string> args{"--config", write_config(*cfg_dir, "", security_extra), "--audit-log",
+    // An unprivileged caller reads a config that points into the tree as it can reach it.
+    const std::string src = as_uid >= 0 ? sandboxrun::testing::reachable_source_dir() : sandboxrun::testing::source_dir();
+    std::vector<std::string> args{"--config", write_config(*cfg_dir, "", security_extra, src), "--audit-log",
                                   as_uid == kNobody ? nobody_log : log, "--override", reason};
     if (json) args.push_back("--json");
     args.push_back(script);

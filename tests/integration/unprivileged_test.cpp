@@ -21,45 +21,11 @@ namespace {
 
 constexpr int kNobody = 65534;
 
-// Can every user reach `path` (search permission on each directory above it)?
-bool reachable_by_all(const std::filesystem::path& path) {
-  for (std::filesystem::path p = path; p != p.root_path(); p = p.parent_path()) {
-    struct stat st {};
-    if (::stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
-  }
-  return true;
-}
-
-// The source tree as the unprivileged user can reach it. A checkout under a 0700 directory
-// (/root/src/sandboxrun) is not: the tree is then bind-mounted onto a world-reachable directory
-// in a mount namespace private to this test process, so nothing shows outside it.
-std::string reachable_source() {
-  static const std::string path = []() -> std::string {
-    const std::string src = sandboxrun::testing::source_dir();
-    if (reachable_by_all(src)) return src;
-    char tmpl[] = "/tmp/sandboxrun-test-src-XXXXXX";
-    if (!::mkdtemp(tmpl) || ::chmod(tmpl, 0755) != 0) return "";
-    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-        ::mount(src.c_str(), tmpl, nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-      ADD_FAILURE() << "cannot bind " << src << " onto " << tmpl << ": " << std::strerror(errno);
-      return "";
-    }
-    // Only this process sees the mount; the directory under it goes when the process exits.
-    static std::string to_remove = tmpl;
-    std::atexit([] {
-      ::umount2(to_remove.c_str(), MNT_DETACH);
-      ::rmdir(to_remove.c_str());
-    });
-    return tmpl;
-  }();
-  return path;
-}
+std::string reachable_source() { return sandboxrun::testing::reachable_source_dir(); }
 
 sandboxrun::testing::Exec run_binary(const std::vector<std::string>& args, const std::vector<std::string>& env,
                                      int as_uid) {
-  // The binary inside the reachable tree: its build directory's path relative to the source.
-  const std::string rel = std::filesystem::path(SANDBOXRUN_BIN).lexically_relative(sandboxrun::testing::source_dir());
-  return run_program(reachable_source() + "/" + rel, args, env, as_uid);
+  return sandboxrun::testing::run_binary(args, env, as_uid);
 }
 
 std::string userns_limit() {
