@@ -4,7 +4,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/safe_open.hpp"
+#include "common/sha256.hpp"
 #include "internal.hpp"
 #include "sandboxrun/error.hpp"
 
@@ -55,33 +55,6 @@ UniqueFd open_store(const std::filesystem::path& dir) {
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0 && errno == ENOENT) return UniqueFd();
   return open_trusted_dir(dir);
-}
-
-// SHA-256 of an open file, streamed.
-std::string hash_fd(int fd, const std::string& shown, uint64_t& bytes) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw Error("cannot start SHA-256");
-  std::vector<char> buf(1 << 20);
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("cannot read " + shown);
-    }
-    if (n == 0) break;
-    bytes += static_cast<uint64_t>(n);
-    EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(n));
-  }
-  unsigned char md[32];
-  unsigned len = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &len);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned i = 0; i < len; ++i) {
-    hex += kHex[md[i] >> 4];
-    hex += kHex[md[i] & 15];
-  }
-  return hex;
 }
 
 // Every object name that follows a "sha256" key in the file: code refs, manifests, diff_from and
@@ -231,7 +204,7 @@ AuditObjectsResult ObjectRefs::check(const std::filesystem::path& dir) const {
       continue;
     }
     ++res.checked;
-    std::string actual = hash_fd(fd.get(), shown, res.bytes);
+    std::string actual = sha256_fd_hex(fd.get(), shown, &res.bytes);
     if (actual != *sha) problem("altered", "its content hashes to " + actual);
   }
   return res;

@@ -1,7 +1,8 @@
-// SHA-256 of an in-memory byte string, for digests of configs, code, caches and manifests.
-// Streaming and keyed hashes (image blobs, the audit chain's HMAC) use OpenSSL directly.
+// SHA-256 of an in-memory byte string, for digests of configs, code, caches and manifests, and
+// of an open file (streamed, OpenSSL). Image blobs and the audit chain's HMAC use OpenSSL directly.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -11,6 +12,10 @@ namespace sandboxrun {
 std::string sha256_raw(std::string_view data);
 // The digest as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view data);
+
+// The digest of what is left to read from `fd`, as hex; `shown` names the file in errors;
+// `bytes`, when given, grows by the bytes read.
+std::string sha256_fd_hex(int fd, const std::string& shown, uint64_t* bytes = nullptr);
 
 namespace detail {
 // sha256_raw without the CPU's SHA instructions, so tests can check both paths on one machine.

@@ -3,7 +3,6 @@
 // trusted to be what its name says until the manifest walk has checked its type.
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,30 +47,6 @@ std::string random_name() {
   return s;
 }
 
-// sha256 of an open file, streamed.
-std::string hash_fd(int fd) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw Error("cannot start a sha256 digest");
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_errno("cannot read a cached file");
-    if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buf, static_cast<size_t>(n));
-  }
-  unsigned char raw[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), raw, &len);
-  static const char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[raw[i] >> 4];
-    out += hex[raw[i] & 15];
-  }
-  return out;
-}
-
 struct Walk {
   std::string manifest;
   uint64_t bytes = 0, files = 0;
@@ -107,7 +82,7 @@ void walk(int dirfd, const std::string& prefix, Walk& w) {
     } else if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
       UniqueFd f(::openat(dirfd, n.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
       if (!f) throw_errno("cannot open installed file " + rel);
-      w.manifest += "F " + hash_fd(f.get()) + " " + std::to_string(st.st_size) + " " + rel + "\n";
+      w.manifest += "F " + sha256_fd_hex(f.get(), "a cached file") + " " + std::to_string(st.st_size) + " " + rel + "\n";
       w.bytes += static_cast<uint64_t>(st.st_size);
       ++w.files;
     } else {
@@ -164,7 +139,7 @@ std::string verify(int entry_fd, bool full, uint64_t* bytes, uint64_t* files) {
       return "file " + path + " has " + std::to_string(st.st_size) + " bytes, the manifest says " + std::to_string(size);
     if (full) {
       UniqueFd f(::openat(site.get(), path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-      if (!f || hash_fd(f.get()) != hash) return "file " + path + " does not match its sha256";
+      if (!f || sha256_fd_hex(f.get(), "a cached file") != hash) return "file " + path + " does not match its sha256";
     }
     *bytes += size;
     ++*files;

@@ -3,6 +3,9 @@
 // CPU-instruction path (where the CPU has one) and the portable one.
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "common/sha256.hpp"
 
@@ -44,4 +47,25 @@ TEST(Sha256, AgreesWithOpenSsl) {
 }
 
 }  // namespace
+}  // namespace sandboxrun
+
+namespace sandboxrun {
+
+// The streamed digest of a file agrees with the in-memory one, across the read buffer's size,
+// and counts what it read.
+TEST(Sha256, FileDigestAgreesWithTheInMemoryOne) {
+  std::string data(3 * (1 << 20) + 17, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 + (i >> 9));
+  FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fwrite(data.data(), 1, data.size(), f), data.size());
+  ASSERT_EQ(std::fflush(f), 0);
+  const int fd = ::fileno(f);
+  ASSERT_EQ(::lseek(fd, 0, SEEK_SET), 0);
+  uint64_t bytes = 5;
+  EXPECT_EQ(sha256_fd_hex(fd, "the test file", &bytes), sha256_hex(data));
+  EXPECT_EQ(bytes, 5 + data.size());
+  std::fclose(f);
+}
+
 }  // namespace sandboxrun
