@@ -2,21 +2,15 @@
 // can do, with which arguments, wherever the values were built.
 #include <gtest/gtest.h>
 
+#include "assess_fixture.hpp"
 #include "sandboxrun/assess.hpp"
 
 using namespace sandboxrun;
 
 namespace {
 
-const SecurityConfig& config() {
-  static const SecurityConfig cfg = [] {
-    const std::filesystem::path root = SANDBOXRUN_SOURCE_DIR;
-    return load_security_config(root / "config/security.yaml", root);
-  }();
-  return cfg;
-}
-
-RiskLevel level(std::string_view src) { return assess_source(src, config()).level; }
+using assess_fixture::config;
+using assess_fixture::level;
 
 bool has_rule(std::string_view src, std::string_view rule) {
   for (const auto& f : assess_source(src, config()).findings)

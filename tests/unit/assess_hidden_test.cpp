@@ -7,21 +7,14 @@
 
 #include <string>
 
+#include "assess_fixture.hpp"
 #include "sandboxrun/assess.hpp"
 
 using namespace sandboxrun;
 
 namespace {
 
-const SecurityConfig& config() {
-  static const SecurityConfig cfg = [] {
-    const std::filesystem::path root = SANDBOXRUN_SOURCE_DIR;
-    return load_security_config(root / "config/security.yaml", root);
-  }();
-  return cfg;
-}
-
-RiskLevel level(std::string_view src) { return assess_source(src, config()).level; }
+using assess_fixture::level;
 
 }  // namespace
 

@@ -5,17 +5,14 @@
 #include <chrono>
 #include <random>
 
+#include "assess_fixture.hpp"
 #include "sandboxrun/assess.hpp"
 
 using namespace sandboxrun;
 
 namespace {
 
-const SecurityConfig& config() {
-  static const SecurityConfig c =
-      load_security_config(std::filesystem::path(SANDBOXRUN_SOURCE_DIR) / "config/security.yaml", SANDBOXRUN_SOURCE_DIR);
-  return c;
-}
+using assess_fixture::config;
 
 // Assesses and fails if it took longer than `limit`: a hang guard sized for the sanitizer
 // build on a loaded 2-CPU CI machine (a release build takes ~1.5 s for the largest input).
