@@ -82,15 +82,7 @@ class PackageIndex {
     }
   }
   void answer(int c) {
-    char buf[4096];
-    std::string req;
-    while (req.find("\r\n\r\n") == std::string::npos) {
-      ssize_t n = read(c, buf, sizeof buf);
-      if (n <= 0) break;
-      req.append(buf, static_cast<size_t>(n));
-    }
-    std::string path = req.substr(req.find(' ') + 1);
-    path = path.substr(0, path.find(' '));
+    const std::string path = sandboxrun::testing::read_request_target(c);
     {
       std::lock_guard l(mu_);
       ++hits_[path];

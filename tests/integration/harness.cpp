@@ -39,6 +39,20 @@ int listen_on_loopback(int backlog, uint16_t* port) {
   return fd;
 }
 
+std::string read_request_target(int fd) {
+  char buf[4096];
+  std::string req;
+  while (req.find("\r\n\r\n") == std::string::npos) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    req.append(buf, static_cast<size_t>(n));
+  }
+  const size_t start = req.find(' ');
+  if (start == std::string::npos) return "";
+  std::string target = req.substr(start + 1);
+  return target.substr(0, target.find(' '));
+}
+
 Exec run_binary(const std::vector<std::string>& args, const std::vector<std::string>& env, int as_uid) {
   if (as_uid < 0) return run_program(SANDBOXRUN_BIN, args, env, as_uid);
   // The binary inside the reachable tree: its build directory's path relative to the source.

@@ -55,6 +55,9 @@ std::string reachable_source_dir();
 
 // A TCP socket listening on 127.0.0.1 at a free port (stored in *port), for the tests' own servers.
 int listen_on_loopback(int backlog, uint16_t* port);
+// Reads an HTTP request's head from a connection of such a server and returns its target
+// ("/simple/pkg/"), empty when the peer closed first.
+std::string read_request_target(int fd);
 
 // The whole file as text (empty when it cannot be read).
 std::string read_text(const std::string& path);

@@ -44,16 +44,8 @@ class TinyHttpServer {
     while (!stop_) {
       int c = accept(fd_, nullptr, nullptr);
       if (c < 0) return;
-      char buf[4096];
-      std::string req;
-      while (req.find("\r\n\r\n") == std::string::npos) {
-        ssize_t n = read(c, buf, sizeof buf);
-        if (n <= 0) break;
-        req.append(buf, static_cast<size_t>(n));
-      }
       ++hits_;
-      std::string path = req.substr(req.find(' ') + 1);
-      path = path.substr(0, path.find(' '));
+      const std::string path = sandboxrun::testing::read_request_target(c);
       auto it = files_.find(path);
       std::string body = it != files_.end() ? it->second : "index says hello";
       std::string type = path.size() > 4 && path.substr(path.size() - 4) == ".whl" ? "application/octet-stream"
