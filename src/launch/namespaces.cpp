@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <string>
 
 #include "sandboxrun/error.hpp"
@@ -26,50 +27,42 @@ unsigned long namespace_flags() {
 
 namespace {
 
+struct SavedIds {
+  uid_t euid;
+  gid_t egid;
+};
+
+// Back to the launcher's ids; a failure would leave the launcher running as the slot's uid, so
+// it is fatal.
+void restore_ids(const SavedIds& saved) noexcept {
+  if (::syscall(SYS_setresuid, -1, saved.euid, -1) != 0 || ::syscall(SYS_setresgid, -1, saved.egid, -1) != 0)
+    ::abort();
+}
+
 // The calling thread's effective uid and gid become `owner` and its effective capabilities stay
 // (SECBIT_NO_SETUID_FIXUP for the switch alone): the clone still needs them, e.g. to write the
 // cgroup's cgroup.procs for CLONE_INTO_CGROUP. Raw syscalls: credentials are per thread, and
 // glibc's wrappers would switch every thread of the launcher. The real and saved uid stay 0,
-// so restore() may always go back; going back to euid 0 refills the effective set from the
-// permitted one.
-class ThreadOwnerIds {
- public:
-  explicit ThreadOwnerIds(uid_t owner) : euid_(::geteuid()), egid_(::getegid()) {
-    const int bits = ::prctl(PR_GET_SECUREBITS);
-    if (bits < 0 || ::prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP) != 0)
-      throw_errno("keep capabilities across the switch to the id slot's owner (PR_SET_SECUREBITS)");
-    if (::syscall(SYS_setresgid, -1, owner, -1) != 0 || ::syscall(SYS_setresuid, -1, owner, -1) != 0) {
-      const int err = errno;
-      restore();
-      ::prctl(PR_SET_SECUREBITS, bits);
-      throw Error("take the id slot's owner uid " + std::to_string(owner) + " for the clone", "", err);
-    }
-    if (::prctl(PR_SET_SECUREBITS, bits) != 0) {
-      const int err = errno;
-      restore();
-      throw Error("restore the securebits after the switch to the id slot's owner", "", err);
-    }
+// so restore_ids() may always go back; going back to euid 0 refills the effective set from the
+// permitted one. On failure the ids are as they were.
+SavedIds take_owner_ids(uid_t owner) {
+  const SavedIds saved{::geteuid(), ::getegid()};
+  const int bits = ::prctl(PR_GET_SECUREBITS);
+  if (bits < 0 || ::prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP) != 0)
+    throw_errno("keep capabilities across the switch to the id slot's owner (PR_SET_SECUREBITS)");
+  if (::syscall(SYS_setresgid, -1, owner, -1) != 0 || ::syscall(SYS_setresuid, -1, owner, -1) != 0) {
+    const int err = errno;
+    restore_ids(saved);
+    ::prctl(PR_SET_SECUREBITS, bits);
+    throw Error("take the id slot's owner uid " + std::to_string(owner) + " for the clone", "", err);
   }
-  ~ThreadOwnerIds() {
-    if (armed_) restore();
+  if (::prctl(PR_SET_SECUREBITS, bits) != 0) {
+    const int err = errno;
+    restore_ids(saved);
+    throw Error("restore the securebits after the switch to the id slot's owner", "", err);
   }
-  ThreadOwnerIds(const ThreadOwnerIds&) = delete;
-  ThreadOwnerIds& operator=(const ThreadOwnerIds&) = delete;
-
-  // Back to the launcher's ids; a failure here would leave the launcher running as the slot's
-  // uid, so it is fatal.
-  void restore() {
-    armed_ = false;
-    if (::syscall(SYS_setresuid, -1, euid_, -1) != 0 || ::syscall(SYS_setresgid, -1, egid_, -1) != 0) ::abort();
-  }
-  // In the cloned child: keep the owner's ids (the launcher's are unmapped in its namespace).
-  void disarm() { armed_ = false; }
-
- private:
-  bool armed_ = true;
-  uid_t euid_;
-  gid_t egid_;
-};
+  return saved;
+}
 
 long do_clone(unsigned long flags, int cgroup_fd, int& pidfd) {
   clone_args args{};
@@ -94,22 +87,15 @@ long do_clone(unsigned long flags, int cgroup_fd, int& pidfd) {
 CloneResult clone_sandbox(unsigned long flags, int cgroup_fd, long owner_uid) {
   CloneResult r;
   int pidfd = -1;
-  long pid;
-  if (owner_uid >= 0) {
-    ThreadOwnerIds as_owner(static_cast<uid_t>(owner_uid));
-    pid = do_clone(flags, cgroup_fd, pidfd);
-    // The child keeps the owner's effective ids: it becomes the namespace's root at once
-    // (enter_id_slot) and must not run the destructor's switch back to an id it cannot map.
-    if (pid == 0) {
-      as_owner.disarm();
-      r.pid = 0;
-      return r;
-    }
+  std::optional<SavedIds> saved;
+  if (owner_uid >= 0) saved = take_owner_ids(static_cast<uid_t>(owner_uid));
+  const long pid = do_clone(flags, cgroup_fd, pidfd);
+  // The child keeps the owner's ids: it becomes the namespace's root at once (enter_id_slot),
+  // and the launcher's ids are unmapped there.
+  if (saved && pid != 0) {
     const int err = errno;
-    as_owner.restore();
+    restore_ids(*saved);
     errno = err;
-  } else {
-    pid = do_clone(flags, cgroup_fd, pidfd);
   }
   if (pid < 0) {
     int err = errno;
