@@ -4,13 +4,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <unordered_set>
@@ -86,15 +84,6 @@ void scan_references(int fd, const std::filesystem::path& shown, std::unordered_
 
 }  // namespace
 
-std::string random_suffix() {
-  uint64_t v = 0;
-  if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
-    v = static_cast<uint64_t>(SysClock::now().time_since_epoch().count()) ^ static_cast<uint64_t>(::getpid());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 bool is_object_name(std::string_view name) noexcept {
   return name.size() == kHashHex &&
          std::all_of(name.begin(), name.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
@@ -108,7 +97,7 @@ bool put_object(int dir_fd, const std::filesystem::path& dir, std::string_view d
   if (errno == EACCES || errno == EPERM || errno == EROFS) return false;  // there, but not ours to touch
   if (errno != ENOENT) throw_errno("cannot refresh object " + (dir / sha256).string());
   // A fresh name per call: two writers (or threads) storing the same bytes never share one.
-  const std::string tmp = ".tmp-" + sha256 + "-" + random_suffix();
+  const std::string tmp = ".tmp-" + sha256 + "-" + random_name_suffix();
   {
     UniqueFd fd = open_trusted_at(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0600, dir / tmp);
     bool ok = write_all(fd.get(), data.data(), data.size()) && (!sync || ::fsync(fd.get()) == 0);
@@ -260,7 +249,7 @@ ObjectPruneResult prune_objects(const std::filesystem::path& log, int lock_fd, c
     // Aside first, then its mtime again: a writer that refreshed it before the rename (it is
     // about to name it in a record) is seen now, and one after the rename finds it gone and
     // writes it anew.
-    const std::string aside = ".prune-" + name + "-" + random_suffix();
+    const std::string aside = ".prune-" + name + "-" + random_name_suffix();
     if (::renameat(dir_fd.get(), name.c_str(), dir_fd.get(), aside.c_str()) != 0) {
       if (errno == ENOENT) continue;
       throw_errno("cannot prune object " + (dir / name).string());

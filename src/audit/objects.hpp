@@ -19,8 +19,6 @@ namespace sandboxrun::audit {
 
 // 64 lowercase hex digits: the name of an object.
 bool is_object_name(std::string_view name) noexcept;
-// 16 random hex digits, for temporary names no other writer (or crashed one) can hold.
-std::string random_suffix();
 
 // Puts `data`, whose SHA-256 is `sha256`, into the store (the directory `dir_fd`, shown as
 // `dir`): written under a fresh temporary name (O_EXCL, never through an existing name), then

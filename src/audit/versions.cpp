@@ -79,7 +79,7 @@ void write_version(const std::filesystem::path& objects, const std::string& key,
   const std::string file = entry_name(key, name);
   const std::string text = entry.sha256 + " " + entry.run_id + "\n";
   // Written like an object: a fresh temporary name, then renamed over the entry.
-  const std::string tmp = ".tmp-" + file + "-" + random_suffix();
+  const std::string tmp = ".tmp-" + file + "-" + random_name_suffix();
   {
     UniqueFd fd = open_trusted_at(dir_fd.get(), tmp, O_WRONLY | O_CREAT | O_EXCL, 0600, dir / tmp);
     if (!write_all(fd.get(), text.data(), text.size()) || (sync && ::fsync(fd.get()) != 0)) {

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <vector>
 
@@ -114,6 +116,16 @@ UniqueFd open_trusted_file(const fs::path& path, int flags, mode_t mode, bool cr
   if (!abs.has_filename()) throw Error(path.string() + " names no file");
   const UniqueFd dir = open_trusted_dir(abs.parent_path(), create_parent);
   return open_trusted_at(dir.get(), abs.filename().string(), flags, mode, abs);
+}
+
+std::string random_name_suffix() {
+  uint64_t v = 0;
+  if (::getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
+    v = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) ^
+        static_cast<uint64_t>(::getpid());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
 }
 
 }  // namespace sandboxrun

@@ -35,4 +35,8 @@ UniqueFd open_trusted_at(int dir_fd, const std::string& name, int flags, mode_t 
 UniqueFd open_trusted_file(const std::filesystem::path& path, int flags, mode_t mode = 0600,
                            bool create_parent = false);
 
+// 16 random hex digits, for temporary names in such a directory that no other writer (or a
+// crashed one) can hold.
+std::string random_name_suffix();
+
 }  // namespace sandboxrun

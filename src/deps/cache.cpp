@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
-#include <random>
 
 #include "deps/deps.hpp"
 #include "sandboxrun/error.hpp"
@@ -37,14 +36,6 @@ UniqueFd open_dir(int at, const std::string& name, const std::string& shown) {
 UniqueFd ensure_dir(int at, const std::string& name, mode_t mode, const std::string& shown) {
   if (::mkdirat(at, name.c_str(), mode) != 0 && errno != EEXIST) throw_errno("cannot create " + shown);
   return open_dir(at, name, shown);
-}
-
-std::string random_name() {
-  static const char digits[] = "0123456789abcdef";
-  std::random_device rd;
-  std::string s;
-  for (int i = 0; i < 16; ++i) s += digits[rd() % 16];
-  return s;
 }
 
 struct Walk {
@@ -207,7 +198,7 @@ std::optional<EntryInfo> Cache::lookup(const std::string& key, bool full, std::s
 
 BuildDir Cache::make_build_dir() const {
   UniqueFd tmp = open_dir(fd_.get(), "tmp", (root_ / "tmp").string());
-  const std::string name = random_name();
+  const std::string name = random_name_suffix();
   UniqueFd dir = ensure_dir(tmp.get(), name, 0700, (root_ / "tmp" / name).string());
   if (::mkdirat(dir.get(), "out", 0777) != 0 || ::fchmodat(dir.get(), "out", 0777, 0) != 0)
     throw_errno("cannot create a build directory in " + (root_ / "tmp" / name).string());
@@ -247,7 +238,7 @@ void Cache::remove(const std::string& key) const {
   // Renamed away first, so no reader sees a half-removed entry.
   UniqueFd entries = open_dir(fd_.get(), "entries", (root_ / "entries").string());
   UniqueFd tmp = open_dir(fd_.get(), "tmp", (root_ / "tmp").string());
-  const std::string gone = "removed-" + random_name();
+  const std::string gone = "removed-" + random_name_suffix();
   if (::renameat(entries.get(), key.c_str(), tmp.get(), gone.c_str()) != 0) {
     if (errno == ENOENT) return;
     throw_errno("cannot remove dependency set " + key);
