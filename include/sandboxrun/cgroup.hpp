@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "sandboxrun/spec.hpp"
@@ -42,10 +41,23 @@ class Cgroup {
 
   // "v2" or "v1" ("v1" on hybrid hosts too: limits are v1, see path() for the cgroup2 part).
   virtual std::string backend() const = 0;
-  // fd (O_RDONLY|O_DIRECTORY) of the v2 cgroup for clone3(CLONE_INTO_CGROUP), or -1 when that
-  // alone does not place the child (v1): then call add_process(child) before it runs anything.
+  // A run's first process is placed without migrating it: the launcher clones it between
+  // enter_calling_thread() and leave_calling_thread(), with clone3(CLONE_INTO_CGROUP) on
+  // clone_into_fd() where that is not -1 (see CloneIntoCgroup).
+  // fd (O_RDONLY|O_DIRECTORY) of the cgroup2 directory for CLONE_INTO_CGROUP: the v2 cgroup, or
+  // on hybrid hosts the controller-less twin; -1 when there is none.
   virtual int clone_into_fd() const = 0;
-  // Moves a process (the sandbox's pid 1, before it runs anything) into the cgroup(s).
+  // v1: moves the calling thread alone into the run's v1 cgroups, so that a child it clones
+  // starts in them. A v1 move of a whole process (cgroup.procs) takes the kernel's global
+  // threadgroup lock, whose first writer after a quiet spell waits an RCU grace period (6-13 ms
+  // on the development VM); a thread moving itself ("0" into `tasks`) skips that lock. No-op on
+  // v2. Throws Error, with the calling thread where it was.
+  virtual void enter_calling_thread() = 0;
+  // Moves the calling thread back to the cgroups it came from (or, if those are gone, to the
+  // run's parent cgroups). Aborts the process if it cannot: a launcher left inside the run's
+  // cgroup would be killed with the run.
+  virtual void leave_calling_thread() noexcept = 0;
+  // Moves an existing process into the cgroup(s) (a migration: slow on v1, see above).
   virtual void add_process(pid_t pid) = 0;
   // Reads the counters; peaks are kept across calls (max of the kernel's and of every sample).
   virtual CgroupUsage sample() = 0;
@@ -59,30 +71,22 @@ class Cgroup {
   virtual std::vector<std::string> degradations() const = 0;
 };
 
-// Hides the cost of the first process move on cgroup v1. Every write to a v1 cgroup.procs takes
-// the kernel's global cgroup_threadgroup_rwsem for writing, and the first writer after a quiet
-// spell waits one RCU grace period (6-13 ms on the development VM); writers within about one
-// grace period of the previous one do not wait. The warm-up pays that wait on a background
-// thread while the launcher reads its config and assesses the code: it re-writes the launcher's
-// own pid into the v1 cgroup it is already in (a move that changes nothing), every few ms, until
-// stop() or a time cap. Purely a latency measure: where it cannot write (no v1 hierarchy, not
-// permitted) the thread ends and nothing else changes. No-op on pure cgroup v2 hosts, whose
-// runs are placed by clone3(CLONE_INTO_CGROUP) without any move.
-class MigrationWarmup {
+// Scope of a clone into a run's cgroup: the calling thread is in the run's v1 cgroups from
+// construction to destruction (see Cgroup::enter_calling_thread). A null cgroup is a no-op.
+class CloneIntoCgroup {
  public:
-  MigrationWarmup();
-  ~MigrationWarmup();
-  MigrationWarmup(const MigrationWarmup&) = delete;
-  MigrationWarmup& operator=(const MigrationWarmup&) = delete;
-  // Ends the thread (idempotent); call once the run's processes are placed.
-  void stop() noexcept;
-  // How many no-op moves were written (for tests).
-  unsigned writes() const noexcept;
+  explicit CloneIntoCgroup(Cgroup* cgroup) : cgroup_(cgroup) {
+    if (cgroup_) cgroup_->enter_calling_thread();
+  }
+  ~CloneIntoCgroup() {
+    if (cgroup_) cgroup_->leave_calling_thread();
+  }
+  CloneIntoCgroup(const CloneIntoCgroup&) = delete;
+  CloneIntoCgroup& operator=(const CloneIntoCgroup&) = delete;
+  int clone_into_fd() const { return cgroup_ ? cgroup_->clone_into_fd() : -1; }
 
  private:
-  struct State;
-  std::unique_ptr<State> state_;
-  std::thread thread_;
+  Cgroup* cgroup_;
 };
 
 // Creates the per-run cgroup named after run_id (letters, digits, '.', '_', '-') and applies

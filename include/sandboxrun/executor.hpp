@@ -83,9 +83,6 @@ struct RunRequest {
   // pid 1 so that /proc/1/cmdline shows nothing of the caller.
   char* wipe_begin = nullptr;
   char* wipe_end = nullptr;
-  // cgroup v1 hosts: a warm-up the caller started as early as it could (the command does at
-  // process start); unset: run() starts its own. Stopped once the sandbox is placed.
-  MigrationWarmup* cgroup_warmup = nullptr;
 };
 
 // What the assessment did to the requested trust level, decided once per run.

@@ -50,8 +50,6 @@ struct LaunchRequest {
   // shows nothing of the caller.
   char* wipe_begin = nullptr;
   char* wipe_end = nullptr;
-  // Started by the caller as early as it can; stopped once the sandbox is placed. May be null.
-  MigrationWarmup* cgroup_warmup = nullptr;
   // Runs while the sandbox sets itself up (mounts, network, credentials), before its payload may
   // execve: pid 1 does not fork the payload until this returns. For work that must finish before
   // any untrusted code runs but need not delay the setup, such as making the run_start audit

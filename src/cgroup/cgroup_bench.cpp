@@ -1,7 +1,9 @@
 // Cost of a run's cgroup: create_cgroup (sweep + mkdirs + limits) and destruction, empty and
 // with one process added and killed. Prints medians; used by scripts/bench.sh.
 //   sandboxrun_cgroup_bench [ROUNDS]
+#include <linux/sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +25,25 @@ using Clock = std::chrono::steady_clock;
 double median_us(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// A paused child forked the launcher's way: from inside the run's v1 cgroups, and with
+// CLONE_INTO_CGROUP into its cgroup2 directory where it has one.
+pid_t fork_into(sandboxrun::Cgroup& cg) {
+  sandboxrun::CloneIntoCgroup into(&cg);
+  clone_args args{};
+  args.exit_signal = SIGCHLD;
+  if (into.clone_into_fd() >= 0) {
+    args.flags = CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(into.clone_into_fd());
+  }
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  if (pid < 0) throw sandboxrun::Error("clone3 into the run's cgroup", "", errno);
+  return static_cast<pid_t>(pid);
 }
 
 }  // namespace
@@ -52,12 +73,7 @@ int main(int argc, char** argv) {
       // The launcher's sequence: create, place a waiting child, kill it, destroy.
       auto t3 = Clock::now();
       cg = create_cgroup(id + "-p", limits, settings);
-      pid_t child = ::fork();
-      if (child == 0) {
-        ::pause();
-        ::_exit(0);
-      }
-      cg->add_process(child);
+      pid_t child = fork_into(*cg);
       cg->kill_all();
       ::waitpid(child, nullptr, 0);
       cg.reset();
@@ -72,30 +88,29 @@ int main(int argc, char** argv) {
               backend.c_str(), rounds, median_us(create), median_us(destroy), median_us(with_process));
   if (backend != "v1") return 0;
 
-  // Placement alone (the write to cgroup.procs the launcher waits for), after a quiet spell
-  // long enough for the kernel's migration lock to go idle, without and with a MigrationWarmup
-  // started 20 ms earlier (about what config loading and assessment take).
-  std::vector<double> cold, warm;
+  // Placing a fresh child after a quiet spell (long enough for the kernel's migration lock to go
+  // idle): moved after the fork through cgroup.procs, against forked from inside the run's
+  // cgroup the way the launcher does it (CloneIntoCgroup; no migration of the child).
+  std::vector<double> moved, inside;
   try {
     for (int i = 0; i < std::min(rounds, 20); ++i) {
-      for (bool with_warmup : {false, true}) {
+      for (bool from_inside : {false, true}) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        std::optional<MigrationWarmup> warmup;
-        if (with_warmup) {
-          warmup.emplace();
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        auto cg = create_cgroup("bench-" + std::to_string(::getpid()) + "-w" + std::to_string(i) + (with_warmup ? "w" : "c"),
+        auto cg = create_cgroup("bench-" + std::to_string(::getpid()) + "-w" + std::to_string(i) + (from_inside ? "i" : "m"),
                                 limits, settings);
-        pid_t child = ::fork();
-        if (child == 0) {
-          ::pause();
-          ::_exit(0);
-        }
         auto t0 = Clock::now();
-        cg->add_process(child);
-        (with_warmup ? warm : cold).push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-        if (warmup) warmup->stop();
+        pid_t child;
+        if (from_inside) {
+          child = fork_into(*cg);
+        } else {
+          child = ::fork();
+          if (child == 0) {
+            ::pause();
+            ::_exit(0);
+          }
+          cg->add_process(child);
+        }
+        (from_inside ? inside : moved).push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
         cg->kill_all();
         ::waitpid(child, nullptr, 0);
       }
@@ -104,7 +119,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cgroup bench: %s\n", e.describe().c_str());
     return 1;
   }
-  std::printf("v1 placement (cgroup.procs writes) median: cold %.0f us, with migration warm-up %.0f us\n",
-              median_us(cold), median_us(warm));
+  std::printf("v1 placement of a new child, median: fork + cgroup.procs move %.0f us, fork from inside "
+              "(the launcher's way) %.0f us\n",
+              median_us(moved), median_us(inside));
   return 0;
 }

@@ -136,6 +136,7 @@ struct Plan {
   bool v2_parent_is_own = false;  // our own delegated cgroup: may move ourselves into a leaf
   // v1: controller -> absolute parent directory; "unified": cgroup2 companion of a hybrid host
   std::map<std::string, std::string> v1_parents;
+  std::map<std::string, Mount> v1_mounts;  // controller -> its hierarchy's mount
   std::string unified_parent;
 };
 // Reads the given mountinfo / self-cgroup texts and the cgroup files they point at.

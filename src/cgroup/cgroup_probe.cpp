@@ -184,6 +184,7 @@ Plan plan_v1(const CgroupSettings& settings, const HostMounts& mounts) {
       return plan;
     }
   }
+  plan.v1_mounts = mounts.v1;
   if (mounts.v2) plan.unified_parent = rel.empty() ? mounts.v2->mountpoint : mounts.v2->mountpoint + "/" + rel;
   plan.version = "v1";
   plan.detail = "cgroup v1" + std::string(mounts.v2 ? " (hybrid)" : "") + ": runs under " +

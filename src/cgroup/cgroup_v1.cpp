@@ -2,12 +2,13 @@
 // pids, cpu and cpuacct hierarchies; on hybrid hosts a twin in the controller-less cgroup2
 // mount gives reliable placement accounting and cgroup.kill; otherwise the v1 freezer makes the
 // kill loop race-free.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include <cerrno>
+#include <cstdlib>
 #include <thread>
 
 #include "cgroup_impl.hpp"
@@ -21,9 +22,19 @@ void ensure_dir(const std::string& path) {
   if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) throw_errno("cannot create cgroup " + path);
 }
 
+// Writing "0" to a v1 `tasks` file moves the writing thread alone.
+bool move_self(int tasks_fd) noexcept { return ::write(tasks_fd, "0", 1) == 1; }
+
+UniqueFd open_tasks(const std::string& dir) {
+  UniqueFd fd(::open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) throw_errno("cannot open " + dir + "/tasks");
+  return fd;
+}
+
 class CgroupV1 final : public Cgroup {
  public:
-  CgroupV1(const Plan& plan, const std::string& name, const Limits& limits, const V1Options& options) {
+  CgroupV1(const Plan& plan, const std::string& name, const Limits& limits, const V1Options& options)
+      : plan_(plan) {
     if (options.use_unified && !plan.unified_parent.empty()) {
       // Best effort: limits do not depend on it, only the quality of kill_all does.
       try {
@@ -34,25 +45,66 @@ class CgroupV1 final : public Cgroup {
         // No companion (no cgroup2 mount there, or not ours): kill_all falls back to the v1 loop.
       }
     }
-    memory_ = add(plan.v1_parents.at("memory"), name, false);
-    pids_ = add(plan.v1_parents.at("pids"), name, false);
-    cpu_ = plan.v1_parents.count("cpu") ? add(plan.v1_parents.at("cpu"), name, false) : nullptr;
+    memory_ = add(plan.v1_parents.at("memory"), name, false, "memory");
+    pids_ = add(plan.v1_parents.at("pids"), name, false, "pids");
+    cpu_ = plan.v1_parents.count("cpu") ? add(plan.v1_parents.at("cpu"), name, false, "cpu") : nullptr;
     if (plan.v1_parents.count("cpuacct")) {
       // cpu and cpuacct are often one hierarchy ("cpu,cpuacct"): then the cpu dir serves both.
       cpuacct_ = cpu_ && plan.v1_parents.at("cpuacct") == plan.v1_parents.at("cpu")
                      ? cpu_
-                     : add(plan.v1_parents.at("cpuacct"), name, false);
+                     : add(plan.v1_parents.at("cpuacct"), name, false, "cpuacct");
     }
     if ((!unified_ || !unified_has_kill_) && options.use_freezer && plan.v1_parents.count("freezer"))
-      freezer_ = add(plan.v1_parents.at("freezer"), name, false);
+      freezer_ = add(plan.v1_parents.at("freezer"), name, false, "freezer");
     apply_limits(limits);
   }
 
-  ~CgroupV1() override { kill_all(); }
+  ~CgroupV1() override {
+    leave_calling_thread();  // normally done already (CloneIntoCgroup)
+    kill_all();
+  }
 
   std::string backend() const override { return "v1"; }
   // The v1 hierarchies need the pid written into each of them anyway.
-  int clone_into_fd() const override { return -1; }
+  int clone_into_fd() const override { return unified_ ? unified_->fd() : -1; }
+
+  void enter_calling_thread() override {
+    // Where the thread is now, per hierarchy: opened before the first move, so that a failure
+    // part-way can always go back.
+    const std::string self = read_file("/proc/thread-self/cgroup");
+    hops_.clear();
+    for (const auto& [ctrl, dir] : hierarchies_) {
+      Hop hop{ctrl, open_tasks(dir->path()), UniqueFd()};
+      auto mount = plan_.v1_mounts.find(ctrl);
+      auto own = own_cgroup(self, ctrl);
+      auto origin = own && mount != plan_.v1_mounts.end() ? dir_of(mount->second, *own) : std::nullopt;
+      hop.back = open_tasks(origin ? *origin : plan_.v1_parents.at(ctrl));
+      hops_.push_back(std::move(hop));
+    }
+    for (size_t i = 0; i < hops_.size(); ++i) {
+      if (move_self(hops_[i].into.get())) continue;
+      const int err = errno;
+      hops_.resize(i);
+      leave_calling_thread();
+      throw Error("cannot move the launching thread into its run's cgroup (" + path() + ")",
+                  "check that the run's cgroup exists and its tasks file is writable", err);
+    }
+  }
+
+  void leave_calling_thread() noexcept override {
+    for (auto& hop : hops_) {
+      if (move_self(hop.back.get())) continue;
+      // The origin went away meanwhile: the run's parent cgroup is ours and always there.
+      try {
+        if (move_self(open_tasks(plan_.v1_parents.at(hop.ctrl)).get())) continue;
+      } catch (...) {
+      }
+      static constexpr char kMsg[] = "sandboxrun: cannot move the launching thread out of the run's cgroup\n";
+      [[maybe_unused]] auto n = ::write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+      std::abort();
+    }
+    hops_.clear();
+  }
 
   void add_process(pid_t pid) override {
     for (const auto& d : dirs_) d->add_process(pid);
@@ -92,9 +144,11 @@ class CgroupV1 final : public Cgroup {
   }
 
  private:
-  CgroupDir* add(const std::string& parent, const std::string& name, bool v2) {
+  // One directory per hierarchy; `ctrl` names a v1 hierarchy the launching thread enters.
+  CgroupDir* add(const std::string& parent, const std::string& name, bool v2, const char* ctrl = nullptr) {
     ensure_dir(parent);
     dirs_.push_back(std::make_unique<CgroupDir>(parent, name, v2));
+    if (ctrl) hierarchies_.emplace_back(ctrl, dirs_.back().get());
     return dirs_.back().get();
   }
 
@@ -141,8 +195,18 @@ class CgroupV1 final : public Cgroup {
     }
   }
 
+  // A v1 hierarchy the launching thread passes through: its run dir's and its origin's tasks.
+  struct Hop {
+    std::string ctrl;
+    UniqueFd into;
+    UniqueFd back;
+  };
+
+  Plan plan_;
   // Owners of the directories; destroyed after ~CgroupV1's kill_all(), each removing its dir.
   std::vector<std::unique_ptr<CgroupDir>> dirs_;
+  std::vector<std::pair<std::string, CgroupDir*>> hierarchies_;  // the v1 ones, by controller
+  std::vector<Hop> hops_;  // while the calling thread is inside
   CgroupDir* unified_ = nullptr;
   bool unified_has_kill_ = true;
   CgroupDir* memory_ = nullptr;

@@ -64,6 +64,9 @@ class CgroupV2 final : public Cgroup {
 
   std::string backend() const override { return "v2"; }
   int clone_into_fd() const override { return dir_->fd(); }
+  // CLONE_INTO_CGROUP alone places the child.
+  void enter_calling_thread() override {}
+  void leave_calling_thread() noexcept override {}
   void add_process(pid_t pid) override { dir_->add_process(pid); }
   std::string path() const override { return dir_->path(); }
   std::vector<std::string> degradations() const override { return degradations_; }

@@ -134,9 +134,6 @@ void explain_end(const RunResult& r, const std::string& file) {
 }  // namespace
 
 int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wipe_end) {
-  // Started first: the longer it runs before the sandbox is placed, the more of the cgroup v1
-  // migration's grace period it hides (see MigrationWarmup).
-  MigrationWarmup cgroup_warmup;
   RunOptions opt;
   CLI::App app{"Run a Python file in the sandbox", "sandboxrun run"};
   app.add_option("FILE", opt.file, "Python file to run")->required();
@@ -198,7 +195,6 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     log::error("{}", e.describe());
     return exit_code::usage;
   }
-  req.cgroup_warmup = &cgroup_warmup;
   req.wipe_begin = wipe_begin;
   req.wipe_end = wipe_end;
 

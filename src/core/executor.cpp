@@ -161,7 +161,7 @@ struct Executor::Impl {
                            std::vector<bool>& stored) const;
   // Launches the prepared request and records what happened.
   void launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
-                         UniqueFd out_dir, MigrationWarmup& warmup, std::chrono::steady_clock::time_point entered) const;
+                         UniqueFd out_dir, std::chrono::steady_clock::time_point entered) const;
 };
 
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -265,14 +265,13 @@ void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchR
 }
 
 void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
-                                       UniqueFd out_dir, MigrationWarmup& warmup, std::chrono::steady_clock::time_point entered) const {
+                                       UniqueFd out_dir, std::chrono::steady_clock::time_point entered) const {
   const SandboxSpec& spec = *r.spec;
   std::unique_ptr<net::EgressProxy> proxy;
   launch.on_proxy_socket = [&](UniqueFd listen_fd) {
     proxy = std::make_unique<net::EgressProxy>(std::move(listen_fd), spec.network);
     proxy->start();
   };
-  launch.cgroup_warmup = &warmup;
   // --output: filled from /work after the run.
   UniqueFd work_dir;
   if (out_dir) launch.on_work_dir = [&work_dir](UniqueFd fd) { work_dir = std::move(fd); };
@@ -377,12 +376,6 @@ void Executor::Impl::collect_job_outputs(const RunRequest& req, RunResult& r, co
 
 RunResult Executor::run(const RunRequest& req) const {
   const Impl& im = *impl_;
-  // From here to the sandbox's placement is assessment and audit work, during which a warm-up
-  // hides the cgroup v1 migration's grace period; a caller that started one earlier (the command,
-  // at process start) covers more of it.
-  std::optional<MigrationWarmup> own_warmup;
-  if (!req.cgroup_warmup) own_warmup.emplace();
-  MigrationWarmup& warmup = req.cgroup_warmup ? *req.cgroup_warmup : *own_warmup;
   const auto entered = std::chrono::steady_clock::now();
   RunResult r;
   r.decision.requested = req.trust.value_or(im.cfg.default_trust);
@@ -481,7 +474,7 @@ RunResult Executor::run(const RunRequest& req) const {
                             {{"code", code}, {"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
     return r;
   }
-  im.launch_and_record(req, r, launch, code, std::move(out_dir), warmup, entered);
+  im.launch_and_record(req, r, launch, code, std::move(out_dir), entered);
   return r;
 }
 

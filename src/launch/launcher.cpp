@@ -278,10 +278,14 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   const uid_t outside_uid = ::geteuid();
   const gid_t outside_gid = ::getegid();
   auto started = std::chrono::steady_clock::now();
-  launch::CloneResult child =
-      launch::clone_sandbox(launch::namespace_flags(), cgroup ? cgroup->clone_into_fd() : -1,
-                            slot ? static_cast<long>(slot->info().host_root) : -1);
-  if (child.pid == 0) launch::child_main(plan);  // never returns
+  launch::CloneResult child;
+  {
+    // pid 1 starts in the run's cgroup: no migration after the clone (see CloneIntoCgroup).
+    CloneIntoCgroup into(cgroup.get());
+    child = launch::clone_sandbox(launch::namespace_flags(), into.clone_into_fd(),
+                                  slot ? static_cast<long>(slot->info().host_root) : -1);
+    if (child.pid == 0) launch::child_main(plan);  // never returns
+  }
   ChildGuard guard(child.pid);
 
   // Close the child's ends in the parent so EOF means "every writer is gone".
@@ -296,8 +300,6 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
 
   if (slot) launch::write_slot_id_maps(child.pid, slot->info(), spec.uid, spec.gid);
   else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
-  if (cgroup && !child.clone_into_cgroup) cgroup->add_process(child.pid);
-  if (req.cgroup_warmup) req.cgroup_warmup->stop();
   // Two releases: 'G' lets pid 1 set itself up, 'E' lets it start the payload. Between them the
   // caller's before_exec runs, overlapping the sandbox's setup. The write end stays open while we
   // live: pid 1 reads EOF if the launcher dies before either.

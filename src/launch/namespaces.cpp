@@ -108,7 +108,6 @@ CloneResult clone_sandbox(unsigned long flags, int cgroup_fd, long owner_uid) {
   }
   r.pid = static_cast<pid_t>(pid);
   r.pidfd = UniqueFd(pidfd);
-  r.clone_into_cgroup = cgroup_fd >= 0;
   return r;
 }
 

@@ -9,7 +9,6 @@ namespace sandboxrun::launch {
 struct CloneResult {
   pid_t pid = -1;  // 0 in the child
   UniqueFd pidfd;  // parent only; may be empty on old kernels
-  bool clone_into_cgroup = false;
 };
 
 unsigned long namespace_flags();
