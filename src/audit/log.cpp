@@ -563,7 +563,7 @@ std::optional<CodeDiff> AuditLog::track_version(const std::optional<std::string>
                                                 std::string_view code, const std::string& run_id) {
   if (!impl_->cfg.store_code) return std::nullopt;
   const std::string key = caller ? "caller:" + *caller : "uid:" + std::to_string(::getuid());
-  return audit::track_version(audit::objects_dir(impl_->path), key, name, code, run_id, impl_->syncs());
+  return audit::track_version(audit::objects_dir(impl_->path), key, name, code, run_id);
 }
 
 ObjectPruneResult AuditLog::prune_objects(std::chrono::seconds grace) {

@@ -67,21 +67,23 @@ ObjectPruneResult prune_objects(const std::filesystem::path& log, int lock_fd, c
 
 // The version index, <objects>/latest/<sha256(key NUL name)>: "<sha256> <run_id>\n" of the last
 // stored version of script `name` run for `key` ("caller:<ID>", or "uid:<N>" without --caller).
+// Never synced: it only feeds run_start's diff_from, and a crash that loses the newest entry
+// makes the next run diff against the version before (or report none), not lose a record; a
+// sync here would be two fsyncs ahead of every sandbox's start.
 struct VersionEntry {
   std::string sha256, run_id;
 };
 std::optional<VersionEntry> read_version(const std::filesystem::path& objects, const std::string& key,
                                          const std::string& name);
 void write_version(const std::filesystem::path& objects, const std::string& key, const std::string& name,
-                   const VersionEntry& entry, bool sync);
+                   const VersionEntry& entry);
 
 // The previous version of script `name` run for `key` (see read_version), diffed against `code`,
 // whose object is then recorded as the latest version, by `run_id`. The previous object's mtime
 // is refreshed before it is read, as put_object does, so that a prune keeps it for run_start's
 // diff_from. No previous version, or its object gone or altered: no diff.
 std::optional<CodeDiff> track_version(const std::filesystem::path& objects, const std::string& key,
-                                      const std::string& name, std::string_view code, const std::string& run_id,
-                                      bool sync);
+                                      const std::string& name, std::string_view code, const std::string& run_id);
 
 // The bytes of object `sha256`, checked against its name. Throws Error naming the object.
 std::string read_object(const std::filesystem::path& objects, const std::string& sha256);

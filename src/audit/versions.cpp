@@ -73,7 +73,7 @@ std::optional<VersionEntry> read_version(const std::filesystem::path& objects, c
 }
 
 void write_version(const std::filesystem::path& objects, const std::string& key, const std::string& name,
-                   const VersionEntry& entry, bool sync) {
+                   const VersionEntry& entry) {
   const std::filesystem::path dir = objects / "latest";
   const UniqueFd dir_fd = ensure_private_dir(dir);
   const std::string file = entry_name(key, name);
@@ -82,7 +82,7 @@ void write_version(const std::filesystem::path& objects, const std::string& key,
   const std::string tmp = ".tmp-" + file + "-" + random_name_suffix();
   {
     UniqueFd fd = open_trusted_at(dir_fd.get(), tmp, O_WRONLY | O_CREAT | O_EXCL, 0600, dir / tmp);
-    if (!write_all(fd.get(), text.data(), text.size()) || (sync && ::fsync(fd.get()) != 0)) {
+    if (!write_all(fd.get(), text.data(), text.size())) {
       int err = errno;
       ::unlinkat(dir_fd.get(), tmp.c_str(), 0);
       throw_errno(err, "cannot write " + (dir / tmp).string());
@@ -93,7 +93,6 @@ void write_version(const std::filesystem::path& objects, const std::string& key,
     ::unlinkat(dir_fd.get(), tmp.c_str(), 0);
     throw_errno(err, "cannot write " + (dir / file).string());
   }
-  if (sync && ::fsync(dir_fd.get()) != 0) throw_errno("cannot sync directory " + dir.string());
 }
 
 std::string read_object(const std::filesystem::path& objects, const std::string& sha256) {
@@ -116,8 +115,7 @@ std::string read_object(const std::filesystem::path& objects, const std::string&
 }
 
 std::optional<CodeDiff> track_version(const std::filesystem::path& objects, const std::string& key,
-                                      const std::string& name, std::string_view code, const std::string& run_id,
-                                      bool sync) {
+                                      const std::string& name, std::string_view code, const std::string& run_id) {
   std::optional<CodeDiff> diff;
   if (auto prev = read_version(objects, key, name)) {
     const UniqueFd dir = open_if_there(objects);
@@ -133,7 +131,7 @@ std::optional<CodeDiff> track_version(const std::filesystem::path& objects, cons
       }
     }
   }
-  write_version(objects, key, name, {sha256_hex(code), run_id}, sync);
+  write_version(objects, key, name, {sha256_hex(code), run_id});
   return diff;
 }
 
