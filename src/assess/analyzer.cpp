@@ -57,6 +57,7 @@ void Analyzer::start_statement() {
   header_colon_ = false;
   header_unbounded_ = false;
   def_name_.clear();
+  class_name_.clear();
   while_sig_.clear();
   targets_.clear();
   aug_target_.clear();
@@ -237,6 +238,7 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     def_pending_ = false;
     const std::string sym = "local:" + std::string(name);
     if (def_is_function_) def_name_ = sym;
+    else if (frames_.size() == 1) class_name_ = name;
     bind(std::string(name), ArgInfo{{}, Kind::name, sym, true});
     return;
   }
@@ -308,13 +310,30 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
   f.after_plus = false;
 }
 
+// A literal read as the pattern of a regex or glob match (re.compile(r"/dev/tcp/..."), a linter's
+// signature) describes text to look for: it names a command or a path without running or
+// opening it, so the string rules do not see it. Only the literal written at the call itself.
+bool Analyzer::pattern_argument() const {
+  const Frame& f = frames_.back();
+  if (f.kind != FrameKind::call || !is_name_kind(f.callee.kind) || !f.cur.keyword.empty()) return false;
+  const std::string q = detail::canonical(f.callee.text);
+  const size_t index = f.args.size();
+  const std::string_view fn = std::string_view(q).substr(q.find('.') + 1);
+  if (q.starts_with("re.") || q.starts_with("regex.")) {
+    return index == 0 && (fn == "compile" || fn == "search" || fn == "match" || fn == "fullmatch" ||
+                          fn == "findall" || fn == "finditer" || fn == "sub" || fn == "subn" || fn == "split");
+  }
+  if (q == "fnmatch.fnmatch" || q == "fnmatch.fnmatchcase" || q == "fnmatch.filter") return index == 1;
+  return q == "fnmatch.translate" && index == 0;
+}
+
 void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
   std::string value = string_value(t);
   if (value.size() >= limits_.entropy_min_length && detail::is_entropy_blob(value, limits_))
     sink_.on_detector(Detector::entropy_blob, line, std::to_string(value.size()) + " bytes");
   if (bare_strings_) {
     deferred_strings_.emplace_back(value, line);
-  } else {
+  } else if (!pattern_argument()) {
     emit_string(value, line);
   }
   if (was_string && prim_.active && prim_.val.kind == Kind::string) {

@@ -135,6 +135,8 @@ class Analyzer {
 
   void emit_string(const std::string& v, uint32_t line) { sink_.on_string(v, line); }
 
+  bool pattern_argument() const;
+
   // ---- operators ---------------------------------------------------------------------------
   void on_op(const Token& t, uint32_t line);
 
@@ -157,6 +159,10 @@ class Analyzer {
   void flush();
 
   static void to_expr(ArgInfo& a);
+
+  // `class Server(ThreadingMixIn, TCPServer):` binds Server to its base, so that `Server(...)`
+  // reads as a call of TCPServer with those arguments.
+  void bind_class_base(const std::vector<ArgInfo>& bases);
 
   static void add_operand(Frame& f, ArgInfo&& v);
 
@@ -250,6 +256,7 @@ class Analyzer {
   bool header_colon_ = false;
   bool header_unbounded_ = false;
   std::string def_name_;  // the function a `def` header names
+  std::string class_name_;  // the class a `class` header names, until its bases are read
   bool def_is_function_ = false;
   std::string while_sig_;
   std::vector<std::string> targets_;

@@ -141,6 +141,20 @@ void Analyzer::finish_arg(Frame& f) {
   f.flag_chain = false;
 }
 
+void Analyzer::bind_class_base(const std::vector<ArgInfo>& bases) {
+  auto mixin = [](const std::string& n) {
+    return n.size() >= 5 && (n.ends_with("Mixin") || n.ends_with("MixIn") || n.ends_with("mixin"));
+  };
+  const ArgInfo* pick = nullptr;
+  for (const auto& b : bases) {
+    if (!b.keyword.empty() || !is_name_kind(b.kind) || b.text == "object") continue;  // metaclass=...
+    // Mixins come first by convention and bring no constructor of their own.
+    if (!pick || (mixin(pick->text) && !mixin(b.text))) pick = &b;
+  }
+  if (pick) bind(class_name_, *pick);
+  class_name_.clear();
+}
+
 void Analyzer::close_frame() {
   if (overflow_) {
     --overflow_;
@@ -154,6 +168,7 @@ void Analyzer::close_frame() {
   if (f.kind == FrameKind::call)
     for (const auto& a : f.args)
       if (a.kind == Kind::string && a.folded) on_string_value(a, f.line, true);
+  if (f.kind == FrameKind::group && frames_.size() == 1 && !class_name_.empty()) bind_class_base(f.args);
   Primary result;
   result.active = true;
   result.line = f.line;

