@@ -264,8 +264,16 @@ void Analyzer::augment(const ArgInfo& piece) {
 }
 
 void Analyzer::namespace_key(const ArgInfo& key, uint32_t line) {
-  if (key.folded || key.decoded) sink_.on_detector(Detector::getattr_computed, line, key.text);
+  if (key.folded || key.decoded) computed_name(key.text, line);
   else sink_.on_detector(Detector::getattr_dynamic, line, {});
+}
+
+void Analyzer::computed_name(const std::string& name, uint32_t line) {
+  sink_.on_detector(Detector::getattr_computed, line, name);
+  // The attribute it reaches, whatever it is reached on (attrgetter("request.urlopen")).
+  std::string_view last = name;
+  last = last.substr(last.rfind('.') + 1);
+  if (!last.empty() && last.size() <= 64) sink_.on_reference("<computed>." + std::string(last), line);
 }
 
 }  // namespace sandboxrun::assess::detail

@@ -201,6 +201,10 @@ class Analyzer {
   bool value_operator(std::string_view op, Frame& top);
   // `vars(mod)[key]`, `mod.__dict__[key]`, `globals()[key]` with a key that is not a constant.
   void namespace_key(const ArgInfo& key, uint32_t line);
+  // An attribute or builtin reached by a name computed from constants (getattr(o, "sy" + "stem"),
+  // attrgetter, vars(mod)[...]): the getattr_computed detector and the reference
+  // "<computed>.NAME", so that rules can rate the call it reaches.
+  void computed_name(const std::string& name, uint32_t line);
 
   void parse_import();
 

