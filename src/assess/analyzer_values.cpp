@@ -278,6 +278,14 @@ ArgInfo Analyzer::close_call(Frame& f) {
       r.decoded |= decoded_args;
       return r;
     }
+    // "".join(s) of a constant string (reversed("lave") folds to one) is that string.
+    if (f.method == "join" && r.text.empty() && !args.empty() && args[0].kind == Kind::string && !args[0].dynamic) {
+      r.text = args[0].text;
+      r.folded = true;
+      r.dynamic = false;
+      r.decoded |= decoded_args;
+      return r;
+    }
     if (f.method == "join" && r.text.size() <= 16 && !args.empty() && args[0].kind == Kind::container) {
       std::string joined;
       for (char c : args[0].text) {
@@ -397,6 +405,10 @@ ArgInfo Analyzer::close_call(Frame& f) {
       (a0->text == "builtins" || a0->text == "__builtins__" || a0->text == "__builtin__")) {
     sink_.on_detector(Detector::builtins_dict, f.line, "vars(builtins)");
     return ArgInfo{{}, Kind::name, "builtins", true};
+  }
+  if (qual == "reversed" && a0 && a0->kind == Kind::string && !a0->dynamic && a0->keyword.empty()) {
+    sink_.on_detector(Detector::reversed_string, f.line, "reversed()");
+    return ArgInfo{{}, Kind::string, std::string(a0->text.rbegin(), a0->text.rend()), false, true, a0->decoded};
   }
   if (qual == "chr" && a0 && a0->kind == Kind::literal) {
     if (auto v = parse_int(a0->text); v && *v < 0x80) return ArgInfo{{}, Kind::string, std::string(1, static_cast<char>(*v)), false, true};

@@ -145,3 +145,23 @@ TEST(AssessCapabilities, HiddenCallsAreRatedByWhatTheyReach) {
                   "(*map(__import__, ('socket', 'os', 'pty')))\n"),
             RiskLevel::blocked);
 }
+
+TEST(AssessCapabilities, EncryptionWithARansomNoteIsRansomware) {
+  const std::string walk_and_encrypt =
+      "from pathlib import Path\nfrom cryptography.fernet import Fernet\n"
+      "def lock(root, f):\n    for p in root.rglob('*'):\n"
+      "        p.with_suffix('.locked').write_bytes(f.encrypt(p.read_bytes()))\n        p.unlink()\n"
+      "lock(Path.home() / 'Documents', Fernet(Fernet.generate_key()))\n";
+  EXPECT_EQ(level(walk_and_encrypt + "(Path.home() / 'README.txt').write_text("
+                                     "'Your files have been encrypted. Send 0.1 BTC to bc1q...')\n"),
+            RiskLevel::blocked);
+  // The note is the evidence: encrypting one's own backup is an everyday capability.
+  EXPECT_NE(level(walk_and_encrypt), RiskLevel::blocked);
+  EXPECT_EQ(level("print('Ransomware awareness: never pay a ransom.')\n"), RiskLevel::low);
+}
+
+TEST(AssessCapabilities, ANameSpelledBackwardsIsStillThatName) {
+  EXPECT_EQ(level("import builtins\nrun = getattr(builtins, ''.join(reversed('lave')))\nrun(input())\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("print(''.join(reversed('olleh')))\n"), RiskLevel::low);
+}
