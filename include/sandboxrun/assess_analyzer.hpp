@@ -45,6 +45,7 @@ enum class Detector : uint8_t {
   xor_decode,         // `^` inside bytes()/bytearray()/chr(): bytes decoded with an XOR key
   blank_padding,      // code after a long run of blank lines (pushed out of view)
   code_fragments,     // a list of constant pieces that join into Python statements
+  syntax_error,       // the file does not compile: a bracket never closed, a string never ended
   count_,
 };
 const char* to_string(Detector d) noexcept;

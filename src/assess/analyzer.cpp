@@ -48,6 +48,9 @@ void Analyzer::analyze_text(std::string_view text, uint32_t origin_line, uint32_
   }
   end_statement();
   while (!blocks_.empty()) pop_block();
+  // Only the file itself: a fragment (an exec'd literal, decoded text) may well be a snippet.
+  if (depth == 0 && tok.open_brackets() > 0)
+    sink_.on_detector(Detector::syntax_error, last_line_, "a bracket opened before the end is never closed");
 }
 
 void Analyzer::start_statement() {
@@ -150,6 +153,9 @@ void Analyzer::on_token(const Token& t) {
       break;
   }
   const uint32_t line = line_of(t);
+  last_line_ = line;
+  if ((t.flags & tokflag::unterminated) && depth_ == 0 && (t.kind == TokKind::string || t.kind == TokKind::fstring_end))
+    sink_.on_detector(Detector::syntax_error, line, "a string literal is never closed");
   if (t.flags & tokflag::folded) sink_.on_detector(Detector::unicode_identifier, line, t.text);
   if (t.flags & tokflag::wide_gap) sink_.on_detector(Detector::wide_gap, line, t.text.substr(0, 40));
 

@@ -58,6 +58,8 @@ class Tokenizer {
 
   // The next token; TokKind::end forever once the input is exhausted.
   Token next();
+  // Brackets still open where the input ended (a file Python would reject: "was never closed").
+  uint32_t open_brackets() const noexcept { return modes_.empty() ? 0 : modes_.front().depth + (modes_.size() > 1); }
 
  private:
   enum class Mode : uint8_t { code, fstring, field, spec };

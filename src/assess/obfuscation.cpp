@@ -66,6 +66,7 @@ const char* to_string(Detector d) noexcept {
     case Detector::xor_decode: return "xor_decode";
     case Detector::blank_padding: return "blank_padding";
     case Detector::code_fragments: return "code_fragments";
+    case Detector::syntax_error: return "syntax_error";
     case Detector::count_: break;
   }
   return "?";
@@ -175,8 +176,11 @@ std::optional<std::string> decode_constant_call(std::string_view qual, std::span
   return std::nullopt;
 }
 
-std::optional<std::string> unusual_source_encoding(std::string_view source) {
-  // PEP 263: a comment matching coding[:=]\s*([-\w.]+) on line 1 or 2.
+namespace {
+
+// PEP 263: the encoding a comment matching coding[:=]\s*([-\w.]+) on line 1 or 2 declares,
+// lower case with '-' for '_'.
+std::optional<std::string> coding_cookie(std::string_view source) {
   size_t line_end = 0;
   for (int line = 0; line < 2 && line_end < source.size(); ++line) {
     size_t begin = line_end;
@@ -194,16 +198,49 @@ std::optional<std::string> unusual_source_encoding(std::string_view source) {
     while (q < l.size() && (std::isalnum(static_cast<unsigned char>(l[q])) || l[q] == '-' || l[q] == '_' || l[q] == '.')) ++q;
     std::string enc = lower(l.substr(p, q - p));
     std::replace(enc.begin(), enc.end(), '_', '-');
-    static constexpr std::array<std::string_view, 9> plain = {
-        "utf-8", "utf8", "ascii", "us-ascii", "latin-1", "iso-8859-1", "latin1", "iso8859-1", "utf-8-sig"};
-    if (enc.empty() || in(plain, enc) || enc.starts_with("iso-8859") || enc.starts_with("cp125")) return std::nullopt;
     return enc;
   }
   return std::nullopt;
 }
 
+// Offset of the first byte that does not start or continue a valid UTF-8 sequence; npos if none.
+size_t first_invalid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+    if (len == 0 || i + len > s.size()) return i;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+std::optional<std::string> unusual_source_encoding(std::string_view source) {
+  auto enc = coding_cookie(source);
+  static constexpr std::array<std::string_view, 9> plain = {
+      "utf-8", "utf8", "ascii", "us-ascii", "latin-1", "iso-8859-1", "latin1", "iso8859-1", "utf-8-sig"};
+  if (!enc || enc->empty() || in(plain, *enc) || enc->starts_with("iso-8859") || enc->starts_with("cp125"))
+    return std::nullopt;
+  return enc;
+}
+
 std::optional<std::string> foreign_format(std::string_view source) {
   if (source.starts_with("\x7f" "ELF")) return "ELF executable";
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> magic = {{
+      {"\x89PNG", "PNG image"}, {"GIF8", "GIF image"}, {"\xff\xd8\xff", "JPEG image"}, {"%PDF-", "PDF document"},
+      {"PK\x03\x04", "ZIP archive"}, {"\x1f\x8b", "gzip data"},
+      {"\xcf\xfa\xed\xfe", "Mach-O executable"}, {"\xca\xfe\xba\xbe", "Mach-O or Java class"},
+      {std::string_view("\0asm", 4), "WebAssembly module"}, {"SQLite format 3", "SQLite database"},
+      {"\xfd" "7zXZ", "xz data"}}};
+  for (const auto& [m, what] : magic)
+    if (source.starts_with(m) && source.size() > m.size()) return std::string(what);
   // A shell interpreter line: Python refuses it only when it runs, so a reader must say so.
   if (source.starts_with("#!")) {
     std::string_view first = source.substr(0, source.find('\n'));
@@ -233,6 +270,14 @@ std::optional<std::string> foreign_format(std::string_view source) {
     }
   }
   if (head.size() >= 64 && odd * 10 >= head.size()) return "binary data";
+  // Bytes CPython refuses before it compiles anything (the rest is still analyzed).
+  if (const size_t nul = source.find('\0'); nul != std::string_view::npos)
+    return "a NUL byte at offset " + std::to_string(nul) + " (CPython refuses to compile the file)";
+  if (!coding_cookie(source)) {
+    if (const size_t bad = first_invalid_utf8(source); bad != std::string_view::npos)
+      return "bytes that are not UTF-8 at offset " + std::to_string(bad) +
+             " and no coding declaration (CPython refuses to compile the file)";
+  }
   // A shell script without an interpreter line: statements no Python file can hold, and no
   // statement that only Python has (a usage text in a docstring may well show shell lines).
   size_t shell_lines = 0, python_lines = 0, begin = 0;

@@ -2,6 +2,7 @@
 // can do, with which arguments, wherever the values were built.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "assess_fixture.hpp"
@@ -76,8 +77,16 @@ TEST(AssessCapabilities, InputThatIsNotPythonIsNeverLow) {
   EXPECT_EQ(level(std::string_view("\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0", 16)), RiskLevel::blocked);
   EXPECT_EQ(level("#!/bin/bash\nset -e\ncurl -s http://x/y -o y\n"), RiskLevel::blocked);
   EXPECT_EQ(level("cd /tmp\nwget http://x/y\nchmod +x y\n./y\n"), RiskLevel::blocked);
-  // A NUL byte does not end analysis, and alone does not make text "binary".
-  EXPECT_EQ(level(std::string_view("x = 1\n\0\nimport os\nos.system(input())\n", 38)), RiskLevel::high);
+  // A NUL byte makes the file one CPython refuses to compile (BLOCKED), and does not end the
+  // analysis: what follows it is still reported.
+  const auto with_nul = assess_source(std::string_view("x = 1\n\0\nimport os\nos.system(input())\n", 38), config());
+  EXPECT_EQ(with_nul.level, RiskLevel::blocked);
+  EXPECT_TRUE(std::any_of(with_nul.findings.begin(), with_nul.findings.end(),
+                          [](const Finding& f) { return f.rule == "SR-PROC-001"; }));
+  // So do bytes that are not UTF-8 in a file with no coding declaration, and known binary formats.
+  EXPECT_EQ(level("name = 'caf\xe9'\nprint(name)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("# -*- coding: latin-1 -*-\nname = 'caf\xe9'\nprint(name)\n"), RiskLevel::low);
+  EXPECT_EQ(level("\x89PNG\r\n\x1a\nggggggggggggggggggggggggggggggggggggggggggggggggggggggg\n"), RiskLevel::blocked);
   EXPECT_EQ(level("#!/usr/bin/env python3\nprint('hi')\n"), RiskLevel::low);
   // Compressed or random bytes (mostly not UTF-8) are binary data; UTF-8 text is not.
   std::string noise;
@@ -164,4 +173,27 @@ TEST(AssessCapabilities, ANameSpelledBackwardsIsStillThatName) {
   EXPECT_EQ(level("import builtins\nrun = getattr(builtins, ''.join(reversed('lave')))\nrun(input())\n"),
             RiskLevel::blocked);
   EXPECT_EQ(level("print(''.join(reversed('olleh')))\n"), RiskLevel::low);
+}
+
+TEST(AssessCapabilities, FilesThatDoNotCompileAreRefused) {
+  // A script cut off mid-call, and a string never closed: CPython cannot run either.
+  EXPECT_EQ(level("import sys\nprint(len(sys.argv)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import sys\nprint('unfinished)\nprint(1)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("doc = \"\"\"never closed\nprint(1)\n"), RiskLevel::blocked);
+  std::string deep = "x = ";
+  for (int i = 0; i < 300; ++i) deep += "[";
+  for (int i = 0; i < 300; ++i) deep += "]";
+  EXPECT_EQ(level(deep + "\n"), RiskLevel::blocked);
+  // Valid code that looks unfinished to a careless reader is not refused.
+  EXPECT_EQ(level(R"PY(s = 'a \
+ b'
+t = f"{'x' + "y"}"
+u = '''it's "quoted"'''
+v = (1,
+     2)
+w = [i for i in range(3)
+     if i]
+print(s, t, u, v, w, r'\\', f"{v!r:>{10}}")
+)PY"),
+            RiskLevel::low);
 }
