@@ -96,6 +96,10 @@ class RuleSet {
   static std::optional<RuleSet> deserialize(std::string_view bytes);
 
   const std::vector<Rule>& rules() const noexcept { return rules_; }
+  // Tags of capabilities that can act on a string (run it, write it, send it, open it): the
+  // file's `string` rule matches count only in a file that has one of them; elsewhere they are
+  // words in a string, reported as info without a score. Empty: string matches always count.
+  const std::vector<std::string>& actuators() const noexcept { return actuators_; }
 
   struct NameHash {
     using is_transparent = void;
@@ -117,6 +121,7 @@ class RuleSet {
   void build_index();
 
   std::vector<Rule> rules_;
+  std::vector<std::string> actuators_;
   Index index_;
 };
 

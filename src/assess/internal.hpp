@@ -61,6 +61,8 @@ class RuleEngine final : public EventSink {
   // open, os.path.join): each is looked up once, not once per use.
   const std::vector<size_t>& candidates(std::string_view name, bool calls);
   void fire(size_t rule, uint32_t line, std::string_view detail);
+  // A rule's finding; `scored` false: reported as info without a score (a latent string match).
+  void report(size_t rule, uint32_t line, std::string_view detail, bool scored);
 
   const RuleSet& rules_;
   uint32_t max_per_rule_;
@@ -75,6 +77,13 @@ class RuleEngine final : public EventSink {
   using Memo = std::unordered_map<std::string, std::vector<size_t>, RuleSet::NameHash, std::equal_to<>>;
   Memo call_candidates_, reference_candidates_;  // cleared when star_modules_ changes
   std::vector<Finding> findings_;
+  // String-rule matches, held until finish() knows whether the file can act on a string.
+  struct Latent {
+    size_t rule;
+    uint32_t line;
+    std::string detail;
+  };
+  std::vector<Latent> latent_;
 };
 
 }  // namespace sandboxrun::assess::detail

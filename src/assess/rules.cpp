@@ -262,7 +262,8 @@ RuleSet RuleSet::parse(const std::filesystem::path& file, const std::string& tex
   const YAML::Node root = y.parse(text);
   RuleSet set;
   try {
-    y.check_keys(root, "", {"version", "rules"});
+    y.check_keys(root, "", {"version", "actuators", "rules"});
+    if (root["actuators"]) set.actuators_ = string_list(y, root["actuators"], "actuators");
     y.integer(y.require(root, "", "version", "1 (the rules format version)"), "version", 1, 1);
     const YAML::Node list = y.require(root, "", "rules", "a list of rules");
     if (!list.IsSequence()) y.fail(list, "rules", "a list of rules");
@@ -292,6 +293,8 @@ RuleSet RuleSet::parse(const std::filesystem::path& file, const std::string& tex
     // Combination rules may only name tags that some rule sets (catches typos).
     std::set<std::string, std::less<>> tags;
     for (const auto& r : set.rules_) tags.insert(r.tags.begin(), r.tags.end());
+    for (const auto& t : set.actuators_)
+      if (!tags.count(t)) y.fail(root["actuators"], "actuators", "tags that some rule sets", "an unknown tag '" + t + "'");
     for (size_t k = 0; k < set.rules_.size(); ++k)
       for (const auto& g : set.rules_[k].all_of)
         for (const auto& t : g)
@@ -490,17 +493,32 @@ void RuleEngine::fire(size_t k, uint32_t line, std::string_view detail) {
     if (!fresh && line < it->second) it->second = line;
   }
   if (!r.report) return;
+  if (r.type == Rule::Type::string && !rules_.actuators().empty()) {
+    if (latent_.size() < 4096) latent_.push_back(Latent{k, line, std::string(detail)});
+    return;
+  }
+  report(k, line, detail, true);
+}
+
+void RuleEngine::report(size_t k, uint32_t line, std::string_view detail, bool scored) {
+  const Rule& r = rules_.rules()[k];
   State& st = state_[k];
-  st.matched = true;
+  if (scored) st.matched = true;
   if (st.count >= max_per_rule_ || std::find(st.lines.begin(), st.lines.end(), line) != st.lines.end()) return;
   ++st.count;
   st.lines.push_back(line);
   std::string msg = r.message;
   if (!detail.empty()) msg += " (" + std::string(detail) + ")";
-  findings_.push_back(Finding{r.id, to_string(r.severity), static_cast<int>(line), std::move(msg)});
+  if (!scored) msg += " [only words in a string: nothing in the file runs, writes, sends or opens a string]";
+  findings_.push_back(Finding{r.id, scored ? to_string(r.severity) : "info", static_cast<int>(line), std::move(msg)});
 }
 
 void RuleEngine::finish(std::vector<Finding>& findings, int& score) {
+  // A string rule's match is behaviour only where the file can act on a string at all.
+  const auto& acts = rules_.actuators();
+  const bool can_act = std::any_of(acts.begin(), acts.end(), [&](const std::string& t) { return tags_.count(t) > 0; });
+  for (const Latent& l : latent_) report(l.rule, l.line, l.detail, can_act);
+  latent_.clear();
   for (size_t k : rules_.index().combos) {
     const Rule& r = rules_.rules()[k];
     uint32_t line = 0;

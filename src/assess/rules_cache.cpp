@@ -13,7 +13,7 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRRULES\x02";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRRULES\x03";  // bump the last byte when the encoding changes
 
 // Patterns are stored as their text; the entry's checksum vouches that the text is what
 // compile() validated when it was built.
@@ -33,6 +33,7 @@ std::optional<Pattern> get_pattern(cache::Reader& in) {
 
 std::string RuleSet::serialize() const {
   cache::Writer w;
+  w.strs(actuators_);
   w.u32(static_cast<uint32_t>(rules_.size()));
   for (const Rule& r : rules_) {
     w.str(r.id);
@@ -68,6 +69,7 @@ std::string RuleSet::serialize() const {
 std::optional<RuleSet> RuleSet::deserialize(std::string_view bytes) {
   cache::Reader in(bytes);
   RuleSet set;
+  set.actuators_ = in.strs();
   set.rules_.resize(in.count());
   for (Rule& r : set.rules_) {
     r.id = in.str();

