@@ -212,3 +212,11 @@ TEST(AssessCapabilities, StringsCountOnlyWhereTheFileCanActOnThem) {
   EXPECT_EQ(level("import socket\nPOOL = 'stratum+tcp://pool.minexmr.com:4444'\ns = socket.socket()\n"),
             RiskLevel::blocked);
 }
+
+TEST(AssessCapabilities, ArchivesAndDatabasesWriteFilesButMemoryDoesNot) {
+  EXPECT_EQ(level("import zipfile\nwith zipfile.ZipFile('backup.zip', 'w') as z:\n    z.write('notes.txt')\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import sqlite3\nc = sqlite3.connect(':memory:')\nprint(c.execute('select 1').fetchone())\n"),
+            RiskLevel::low);
+  EXPECT_EQ(level("import sqlite3\nc = sqlite3.connect('app.db')\nc.execute('create table t(x)')\n"), RiskLevel::medium);
+}
