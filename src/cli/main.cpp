@@ -24,6 +24,7 @@ void usage() {
        sandboxrun image unpack|ls|rm|build-default ...
        sandboxrun deps ls|rm|gc [--config PATH]
        sandboxrun doctor
+       sandboxrun --version
 
 Run `sandboxrun run --help` for the run options.
 )";
@@ -51,6 +52,10 @@ int main(int argc, char** argv) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     usage();
     return args.empty() ? sandboxrun::exit_code::usage : 0;
+  }
+  if (args[0] == "--version" || args[0] == "-V") {
+    std::cout << "sandboxrun " SANDBOXRUN_VERSION "\n";
+    return 0;
   }
   try {
     const std::string& cmd = args[0];

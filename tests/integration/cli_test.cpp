@@ -14,6 +14,15 @@ TEST(Cli, DoctorReportsEveryCapabilityOnThisHost) {
     EXPECT_NE(r.out.find(what), std::string::npos) << what << " missing from:\n" << r.out;
 }
 
+TEST(Cli, VersionIsPrintedAndIsNotAFileName) {
+  for (const char* flag : {"--version", "-V"}) {
+    auto r = run_binary({flag});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("sandboxrun ", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find('.'), std::string::npos) << "a version number: " << r.out;
+  }
+}
+
 TEST(Cli, DoctorSaysWhatIsMissingAndTheFix) {
   TempDir d;
   auto config = write_config(d, "image: /nonexistent/rootfs\n");
