@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 
+#include "common/utf8.hpp"
 #include "internal.hpp"
 #include "sandboxrun/assess_analyzer.hpp"
 
@@ -203,7 +204,8 @@ std::optional<std::string> coding_cookie(std::string_view source) {
   return std::nullopt;
 }
 
-// Offset of the first byte that does not start or continue a valid UTF-8 sequence; npos if none.
+// Offset of the first byte that does not start or continue a valid UTF-8 sequence (overlong
+// forms and surrogates included, which CPython refuses too); npos if none.
 size_t first_invalid_utf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -211,10 +213,8 @@ size_t first_invalid_utf8(std::string_view s) {
       ++i;
       continue;
     }
-    const size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-    if (len == 0 || i + len > s.size()) return i;
-    for (size_t k = 1; k < len; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return i;
+    const size_t len = utf8_len(reinterpret_cast<const unsigned char*>(s.data()) + i, s.size() - i);
+    if (len == 0) return i;
     i += len;
   }
   return std::string_view::npos;

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "common/sha256.hpp"
+#include "common/utf8.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun::audit {
@@ -127,27 +128,6 @@ constexpr bool word_has_stop(uint64_t w) {
   auto has_zero = [](uint64_t v) { return (v - ones) & ~v & highs; };
   uint64_t less_than_space = (w - ones * 0x20) & ~w & highs;
   return (less_than_space | has_zero(w ^ (ones * '"')) | has_zero(w ^ (ones * '\\')) | (w & highs)) != 0;
-}
-
-bool is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
-
-// Length of the valid UTF-8 sequence starting with the non-ASCII byte at p[0] (the rules of
-// nlohmann's decoder and of Scanner::utf8: no overlongs, surrogates or code points above
-// U+10FFFF), or 0 when it is invalid.
-size_t utf8_len(const unsigned char* p, size_t avail) {
-  unsigned char c = p[0];
-  if (c >= 0xC2 && c <= 0xDF) return avail >= 2 && is_cont(p[1]) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF)
-    return avail >= 3 && is_cont(p[1]) && is_cont(p[2]) && !(c == 0xE0 && p[1] < 0xA0) &&
-                   !(c == 0xED && p[1] > 0x9F)
-               ? 3
-               : 0;
-  if (c >= 0xF0 && c <= 0xF4)
-    return avail >= 4 && is_cont(p[1]) && is_cont(p[2]) && is_cont(p[3]) &&
-                   !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] > 0x8F)
-               ? 4
-               : 0;
-  return 0;
 }
 
 // Appends the body of a canonical string literal for `s` (what nlohmann's dump_escaped writes
@@ -399,27 +379,8 @@ class Scanner {
   }
 
   bool utf8() {
-    auto b = [this](ptrdiff_t i) { return static_cast<unsigned char>(p_[i]); };
-    auto avail = end_ - p_;
-    unsigned char c = b(0);
-    int len;
-    bool ok;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      ok = avail >= 2 && is_cont(b(1));
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      ok = avail >= 3 && is_cont(b(1)) && is_cont(b(2)) && !(c == 0xE0 && b(1) < 0xA0) &&
-           !(c == 0xED && b(1) > 0x9F);
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      ok = avail >= 4 && is_cont(b(1)) && is_cont(b(2)) && is_cont(b(3)) &&
-           !(c == 0xF0 && b(1) < 0x90) && !(c == 0xF4 && b(1) > 0x8F);
-    } else {
-      len = 1;
-      ok = false;
-    }
-    if (!ok) return fail("invalid UTF-8 in string");
+    const size_t len = utf8_len(reinterpret_cast<const unsigned char*>(p_), static_cast<size_t>(end_ - p_));
+    if (len == 0) return fail("invalid UTF-8 in string");
     p_ += len;
     return true;
   }

@@ -86,6 +86,9 @@ TEST(AssessCapabilities, InputThatIsNotPythonIsNeverLow) {
   // So do bytes that are not UTF-8 in a file with no coding declaration, and known binary formats.
   EXPECT_EQ(level("name = 'caf\xe9'\nprint(name)\n"), RiskLevel::blocked);
   EXPECT_EQ(level("# -*- coding: latin-1 -*-\nname = 'caf\xe9'\nprint(name)\n"), RiskLevel::low);
+  // A UTF-16 surrogate written as UTF-8 is not UTF-8 either (CPython refuses it).
+  EXPECT_EQ(level("name = '\xed\xa0\x80'\nprint(name)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("name = 'caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x8e\x89'\nprint(name)\n"), RiskLevel::low);
   EXPECT_EQ(level("\x89PNG\r\n\x1a\nggggggggggggggggggggggggggggggggggggggggggggggggggggggg\n"), RiskLevel::blocked);
   EXPECT_EQ(level("#!/usr/bin/env python3\nprint('hi')\n"), RiskLevel::low);
   // Compressed or random bytes (mostly not UTF-8) are binary data; UTF-8 text is not.
