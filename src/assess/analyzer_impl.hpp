@@ -260,8 +260,8 @@ class Analyzer {
   bool header_colon_ = false;
   bool header_unbounded_ = false;
   std::string def_name_;  // the function a `def` header names
-  std::string class_name_;
-  uint32_t last_line_ = 0;  // of the last token read  // the class a `class` header names, until its bases are read
+  std::string class_name_;  // the class a `class` header names, until its bases are read
+  uint32_t last_line_ = 0;  // of the last token read
   bool def_is_function_ = false;
   std::string while_sig_;
   std::vector<std::string> targets_;

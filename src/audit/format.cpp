@@ -1,6 +1,6 @@
-// Canonical serialization, record hashing (plain: common/sha256; keyed: OpenSSL HMAC) and the strict canonical-JSON scanner
-// that verify, tail and repair use instead of a full JSON parser (it is several times faster
-// and rejects anything canonical() could not have produced).
+// Canonical serialization, record hashing (plain: common/sha256; keyed: OpenSSL HMAC) and the
+// strict canonical-JSON scanner that verify, tail and repair use instead of a full JSON parser
+// (it is several times faster and rejects anything canonical() could not have produced).
 #include "audit/audit_format.hpp"
 
 #include <openssl/core_names.h>

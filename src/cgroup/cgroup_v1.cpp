@@ -65,7 +65,7 @@ class CgroupV1 final : public Cgroup {
   }
 
   std::string backend() const override { return "v1"; }
-  // The v1 hierarchies need the pid written into each of them anyway.
+  // The cgroup2 twin: the v1 hierarchies come from the launching thread (enter_calling_thread).
   int clone_into_fd() const override { return unified_ ? unified_->fd() : -1; }
 
   void enter_calling_thread() override {
