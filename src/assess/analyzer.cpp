@@ -322,15 +322,19 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
 bool Analyzer::pattern_argument() const {
   const Frame& f = frames_.back();
   if (f.kind != FrameKind::call || !is_name_kind(f.callee.kind) || !f.cur.keyword.empty()) return false;
-  const std::string q = detail::canonical(f.callee.text);
+  // This runs for every literal inside a call: the function's own name first, the canonical
+  // module only for the few that match.
+  const std::string_view raw = f.callee.text;
+  const std::string_view fn = raw.substr(raw.rfind('.') + 1);
   const size_t index = f.args.size();
-  const std::string_view fn = std::string_view(q).substr(q.find('.') + 1);
-  if (q.starts_with("re.") || q.starts_with("regex.")) {
-    return index == 0 && (fn == "compile" || fn == "search" || fn == "match" || fn == "fullmatch" ||
-                          fn == "findall" || fn == "finditer" || fn == "sub" || fn == "subn" || fn == "split");
-  }
-  if (q == "fnmatch.fnmatch" || q == "fnmatch.fnmatchcase" || q == "fnmatch.filter") return index == 1;
-  return q == "fnmatch.translate" && index == 0;
+  const bool regex_fn = fn == "compile" || fn == "search" || fn == "match" || fn == "fullmatch" ||
+                        fn == "findall" || fn == "finditer" || fn == "sub" || fn == "subn" || fn == "split";
+  const bool glob_fn = fn == "fnmatch" || fn == "fnmatchcase" || fn == "filter" || fn == "translate";
+  if (!regex_fn && !glob_fn) return false;
+  const std::string q = detail::canonical(raw);
+  if (regex_fn) return index == 0 && (q == "re." + std::string(fn) || q == "regex." + std::string(fn));
+  if (q == "fnmatch.translate") return index == 0;
+  return index == 1 && q == "fnmatch." + std::string(fn);
 }
 
 void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
