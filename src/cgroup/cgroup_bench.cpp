@@ -1,9 +1,7 @@
 // Cost of a run's cgroup: create_cgroup (sweep + mkdirs + limits) and destruction, empty and
 // with one process added and killed. Prints medians; used by scripts/bench.sh.
 //   sandboxrun_cgroup_bench [ROUNDS]
-#include <linux/sched.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "paused_child.hpp"
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/error.hpp"
 
@@ -27,23 +26,12 @@ double median_us(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// A paused child forked the launcher's way: from inside the run's v1 cgroups, and with
-// CLONE_INTO_CGROUP into its cgroup2 directory where it has one.
+// A paused child forked the launcher's way (see paused_child.hpp).
 pid_t fork_into(sandboxrun::Cgroup& cg) {
-  sandboxrun::CloneIntoCgroup into(&cg);
-  clone_args args{};
-  args.exit_signal = SIGCHLD;
-  if (into.clone_into_fd() >= 0) {
-    args.flags = CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(into.clone_into_fd());
-  }
-  long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  if (pid == 0) {
-    ::pause();
-    ::_exit(0);
-  }
+  const sandboxrun::CloneIntoCgroup into(&cg);
+  const pid_t pid = sandboxrun::cgroup_detail::clone_paused(into);
   if (pid < 0) throw sandboxrun::Error("clone3 into the run's cgroup", "", errno);
-  return static_cast<pid_t>(pid);
+  return pid;
 }
 
 }  // namespace

@@ -1,9 +1,7 @@
 // CloneIntoCgroup: a run's first process starts inside the run's cgroup with no migration, and
 // only the launching thread passes through the run's cgroup, briefly. Real cgroups (root).
-#include <linux/sched.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +11,7 @@
 #include <thread>
 
 #include "../../src/cgroup/cgroup_impl.hpp"
+#include "../../src/cgroup/paused_child.hpp"
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
@@ -25,22 +24,6 @@ namespace {
 std::string thread_cgroups() { return read_file("/proc/thread-self/cgroup"); }
 
 std::string leaf(const std::string& path) { return path.substr(path.rfind('/') + 1); }
-
-// A paused child cloned the launcher's way (CLONE_INTO_CGROUP where the scope has an fd).
-pid_t clone_paused(const CloneIntoCgroup& into) {
-  clone_args args{};
-  args.exit_signal = SIGCHLD;
-  if (into.clone_into_fd() >= 0) {
-    args.flags = CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(into.clone_into_fd());
-  }
-  long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  if (pid == 0) {
-    ::pause();
-    ::_exit(0);
-  }
-  return static_cast<pid_t>(pid);
-}
 
 void reap(pid_t pid) {
   ::kill(pid, SIGKILL);
