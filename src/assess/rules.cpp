@@ -153,8 +153,8 @@ const char* to_string(Severity s) noexcept {
 }
 
 struct Pattern::Compiled {
-  std::once_flag filter_once, once;
   RegexPrefilter filter;
+  std::once_flag once;
   std::regex re;
 };
 
@@ -173,12 +173,6 @@ std::regex build_regex(std::string_view text) {
 
 bool Pattern::search(std::string_view s) const {
   // Most texts cannot match: they are turned away without running (or compiling) the regex.
-  std::call_once(compiled_->filter_once, [&] {
-    std::string_view body = text;
-    const bool icase = body.starts_with("(?i)");
-    if (icase) body.remove_prefix(4);
-    compiled_->filter = regex_prefilter(body, icase);
-  });
   if (!compiled_->filter.may_match(s)) return false;
   std::call_once(compiled_->once, [&] {
     // A deferred text was validated when its cache entry was built; should it still fail,
@@ -234,15 +228,22 @@ bool Glob::match(std::string_view name) const noexcept {
 }
 
 Pattern Pattern::compile(std::string text) {
-  Pattern p = deferred(std::move(text));
+  std::string_view body = text;
+  const bool icase = body.starts_with("(?i)");
+  if (icase) body.remove_prefix(4);
+  RegexPrefilter filter = regex_prefilter(body, icase);
+  Pattern p = deferred(std::move(text), std::move(filter));
   std::call_once(p.compiled_->once, [&] { p.compiled_->re = build_regex(p.text); });
   return p;
 }
 
-Pattern Pattern::deferred(std::string text) {
+const RegexPrefilter& Pattern::prefilter() const { return compiled_->filter; }
+
+Pattern Pattern::deferred(std::string text, RegexPrefilter filter) {
   Pattern p;
   p.text = std::move(text);
   p.compiled_ = std::make_shared<Compiled>();
+  p.compiled_->filter = std::move(filter);
   return p;
 }
 

@@ -13,20 +13,29 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRRULES\x03";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRRULES\x04";  // bump the last byte when the encoding changes
 
-// Patterns are stored as their text; the entry's checksum vouches that the text is what
-// compile() validated when it was built.
+// Patterns are stored as their text and the prefilter compile() derived from it; the entry's
+// checksum vouches that both are what compile() produced when the entry was built.
 void put_pattern(cache::Writer& w, const std::optional<Pattern>& p) {
   w.u32(p ? 1 : 0);
-  if (p) w.str(p->text);
+  if (!p) return;
+  w.str(p->text);
+  const RegexPrefilter& f = p->prefilter();
+  w.u64(f.min_length);
+  w.u32(f.icase);
+  w.strs(f.needles);
 }
 
 std::optional<Pattern> get_pattern(cache::Reader& in) {
   if (in.u32() == 0 || !in.ok()) return std::nullopt;
   std::string text = in.str();
+  RegexPrefilter f;
+  f.min_length = in.u64();
+  f.icase = in.below(2) != 0;
+  f.needles = in.strs();
   if (!in.ok()) return std::nullopt;
-  return Pattern::deferred(std::move(text));
+  return Pattern::deferred(std::move(text), std::move(f));
 }
 
 }  // namespace
