@@ -1,6 +1,7 @@
 // The service case of the start-up benchmark: one long-lived Executor, N runs of one file.
-// Prints medians: Executor::open, a whole run() (wall), and the launcher's phases.
-//   sandboxrun_executor_bench [--config DIR] [--audit-log PATH] [--runs N] FILE.py
+// Prints medians: Executor::open, a whole run() (wall), and the launcher's phases; --samples
+// appends every run's wall time (ms, one a line) to PATH, for a caller that pools rounds.
+//   sandboxrun_executor_bench [--config DIR] [--audit-log PATH] [--runs N] [--samples PATH] FILE.py
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,14 +30,16 @@ int main(int argc, char** argv) {
   sandboxrun::ExecutorOptions options;
   int runs = 30;
   const char* file = nullptr;
+  const char* samples = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--config") && i + 1 < argc) options.config = argv[++i];
     else if (!std::strcmp(argv[i], "--audit-log") && i + 1 < argc) options.audit_log = argv[++i];
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--samples") && i + 1 < argc) samples = argv[++i];
     else file = argv[i];
   }
   if (!file || runs < 1) {
-    std::fprintf(stderr, "usage: %s [--config DIR] [--audit-log PATH] [--runs N] FILE.py\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--config DIR] [--audit-log PATH] [--runs N] [--samples PATH] FILE.py\n", argv[0]);
     return 2;
   }
   std::ifstream in(file);
@@ -68,6 +71,14 @@ int main(int argc, char** argv) {
       spawn.push_back(ms(r.outcome.timings.spawn));
       run.push_back(ms(r.outcome.timings.run));
       teardown.push_back(ms(r.outcome.timings.teardown));
+    }
+    if (samples) {
+      std::ofstream out(samples, std::ios::app);
+      for (double w : wall) out << w << "\n";
+      if (!out) {
+        std::fprintf(stderr, "executor_bench: cannot write %s\n", samples);
+        return 1;
+      }
     }
     std::printf("open %.2f run %.2f prepare %.2f cgroup %.2f spawn %.2f payload %.2f teardown %.2f failures %d\n",
                 median(open_ms), median(wall), median(prepare), median(cgroup), median(spawn), median(run),

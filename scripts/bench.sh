@@ -38,10 +38,13 @@ bwrap_args=(--unshare-all --die-with-parent --new-session --cap-drop ALL --uid 1
             --ro-bind "$rootfs" / --proc /proc --dev /dev --tmpfs /tmp --hostname sandbox)
 
 startup() {
-  # One hyperfine run for every command, so the machine's noise cancels in the ratios.
-  local n=${RUNS:-40} audit="$work/audit.log"
+  # Rounds of one hyperfine run over every command, then the Executor: a drift of the machine
+  # (this VM's speed wanders by tens of percent over minutes) lands on every command alike, so
+  # it cancels in the ratios. Samples are pooled over the rounds.
+  local n=${RUNS:-40} rounds=${ROUNDS:-5} audit="$work/audit.log"
+  local per=$(( (n + rounds - 1) / rounds ))
   : >"$work/empty.py"
-  echo "== startup: python3 running an empty file, $n runs each, medians; ratios to bwrap from the same run"
+  echo "== startup: python3 running an empty file, $((per * rounds)) runs each in $rounds interleaved rounds, medians; ratios to bwrap from the same rounds"
   local bundle="$work/bundle" have_crun=0 have_docker=0
   make_crun_bundle "$bundle" /usr/bin/python3 /work/empty.py && have_crun=1
   start_docker && have_docker=1
@@ -55,25 +58,44 @@ startup() {
 --user 1000:1000 --network none --memory 256m --cpus 1 --pids-limit 64 -v $work:/work:ro \
 sandboxrun-bench:default python3 /work/empty.py")
   printf "%s\n" "${cmds[@]}" >"$work/cmds.txt"
-  hyperfine -N --warmup 3 --runs "$n" --export-json "$work/startup.json" "${cmds[@]}" >/dev/null 2>&1 ||
-    hyperfine --warmup 3 --runs "$n" --export-json "$work/startup.json" "${cmds[@]}" >/dev/null
-  # The service case: one long-lived Executor, the same file (its own median over $n runs).
-  local svc
-  svc=$("$bin/src/core/sandboxrun_executor_bench" --audit-log "$audit" --runs "$n" "$work/empty.py")
-  python3 - "$work/startup.json" "$svc" <<'PY'
-import json, statistics, sys
-res = {r["command"]: statistics.median(r["times"]) * 1000 for r in json.load(open(sys.argv[1]))["results"]}
-svc = dict(zip(sys.argv[2].split()[0::2], map(float, sys.argv[2].split()[1::2])))
-res["sandboxrun Executor (service)"] = svc["run"]
+  : >"$work/svc-samples.txt"
+  : >"$work/svc-phases.txt"
+  for ((r = 0; r < rounds; r++)); do
+    hyperfine -N --warmup 2 --runs "$per" --export-json "$work/startup-$r.json" "${cmds[@]}" >/dev/null 2>&1 ||
+      hyperfine --warmup 2 --runs "$per" --export-json "$work/startup-$r.json" "${cmds[@]}" >/dev/null
+    # The service case: one long-lived Executor, the same file.
+    "$bin/src/core/sandboxrun_executor_bench" --audit-log "$audit" --runs "$per" --samples "$work/svc-samples.txt" \
+      "$work/empty.py" >>"$work/svc-phases.txt"
+  done
+  python3 - "$work" "$rounds" <<'PY'
+import collections, json, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+times = collections.OrderedDict()
+for r in range(rounds):
+    for res in json.load(open("%s/startup-%d.json" % (work, r)))["results"]:
+        times.setdefault(res["command"], []).extend(res["times"])
+res = {name: statistics.median(t) * 1000 for name, t in times.items()}
+res["sandboxrun Executor (service)"] = statistics.median(float(l) for l in open(work + "/svc-samples.txt") if l.strip())
+phases = collections.defaultdict(list)
+for line in open(work + "/svc-phases.txt"):
+    f = line.split()
+    for k, v in zip(f[0::2], f[1::2]):
+        phases[k].append(float(v))
+svc = {k: statistics.median(v) for k, v in phases.items()}
 bare, bwrap = res["bare"], res["bwrap"]
 print("  %-32s %9s %9s %10s" % ("", "median", "vs bwrap", "overhead"))
 for name, ms in res.items():
     print("  %-32s %7.2f ms %8.2fx %7.2f ms" % (name, ms, ms / bwrap, ms - bare))
 print("  targets: sandboxrun CLI <= 1.00x bwrap (now %.2fx); service overhead <= half of bwrap's "
       "(%.2f vs %.2f ms)" % (res["sandboxrun"] / bwrap, res["sandboxrun Executor (service)"] - bare, (bwrap - bare) / 2))
-print("  Executor phases (median): open %.2f ms (config, rules, seccomp: once per service), prepare %.2f, cgroup %.2f, "
-      "spawn %.2f, payload %.2f, teardown %.2f" % (svc["open"], svc["prepare"], svc["cgroup"], svc["spawn"],
-                                                  svc["payload"], svc["teardown"]))
+print("  Executor phases (median of the rounds' medians): open %.2f ms (config, rules, seccomp: once per service), "
+      "prepare %.2f, cgroup %.2f, spawn %.2f, payload %.2f, teardown %.2f" % (svc["open"], svc["prepare"], svc["cgroup"],
+                                                                            svc["spawn"], svc["payload"], svc["teardown"]))
+per_round = []
+for r in range(rounds):
+    rr = {x["command"]: statistics.median(x["times"]) for x in json.load(open("%s/startup-%d.json" % (work, r)))["results"]}
+    per_round.append("%.2fx" % (rr["sandboxrun"] / rr["bwrap"]))
+print("  CLI vs bwrap per round: " + " ".join(per_round))
 PY
   stop_docker
 }
