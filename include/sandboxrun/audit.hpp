@@ -104,6 +104,12 @@ class AuditLog {
   uint64_t append(const std::string& event, const std::string& run_id, nlohmann::json fields,
                   bool durable = false);
 
+  // Claims a run id for a new run: false when a record of the log (rotated files included) or
+  // an earlier claim already has it. Atomic across processes (under the log's flock) and
+  // indexed in <log>.run-ids, so it reads only what was appended since the last claim. A
+  // claimed id stays taken even if the run is refused later.
+  bool claim_run_id(const std::string& id);
+
   // Stores `code` as <log dir>/objects/<sha256> (once; atomic rename) and returns its identity.
   // With store_code: false only the identity is computed (stored: false).
   CodeRef store_code(std::string_view code, std::string name);

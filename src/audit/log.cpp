@@ -19,6 +19,7 @@
 #include "audit/audit_verify.hpp"
 #include "audit/lock_header.hpp"
 #include "audit/objects.hpp"
+#include "audit/run_ids.hpp"
 #include "sandboxrun/error.hpp"
 #include "common/safe_open.hpp"
 
@@ -128,6 +129,7 @@ struct AuditLog::Impl {
   bool objects_unsynced = false;
   // Rotation pruned files: prune the objects they alone named, once the lock is released.
   bool objects_prune_due = false;
+  std::optional<audit::RunIdIndex> run_ids;  // loaded at the first claim
 
   bool syncs() const { return cfg.sync != AuditSync::none; }
 
@@ -545,6 +547,13 @@ uint64_t AuditLog::append(const std::string& event, const std::string& run_id, n
     }
   }
   return seq;
+}
+
+bool AuditLog::claim_run_id(const std::string& id) {
+  Impl& m = *impl_;
+  audit::FileLock lock(m.lock_fd.get(), m.lock_file);
+  if (!m.run_ids) m.run_ids.emplace(m.path);
+  return m.run_ids->claim(id);
 }
 
 CodeRef AuditLog::store_code(std::string_view code, std::string name) {

@@ -7,7 +7,6 @@
 
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -133,9 +132,11 @@ struct Executor::Impl {
     std::lock_guard lock(audit_mu);
     return audit->append(event, r.run_id, std::move(fields), durable);
   }
-  // Whether any record of the log (rotated files included) has this run id. Ids are validated
-  // to a charset that needs no JSON escaping, so a byte search is exact.
-  bool run_id_taken(const std::string& id) const;
+  // Claims the run id in the audit log's index: false when a record or an earlier claim has it.
+  bool claim_run_id(const std::string& id) const {
+    std::lock_guard lock(audit_mu);
+    return audit->claim_run_id(id);
+  }
   CodeRef store_code(std::string_view code, const std::string& name) const {
     std::lock_guard lock(audit_mu);
     return audit->store_code(code, name);
@@ -202,17 +203,6 @@ const SandboxConfig& Executor::config() const { return impl_->cfg; }
 const std::filesystem::path& Executor::audit_log_path() const { return impl_->audit->path(); }
 
 Assessment Executor::assess(std::string_view source) const { return assess_bytes(source, impl_->security); }
-
-bool Executor::Impl::run_id_taken(const std::string& id) const {
-  const std::string needle = "\"run_id\":\"" + id + "\"";
-  std::lock_guard lock(audit_mu);
-  for (const auto& f : audit_log_files(audit->path())) {
-    std::ifstream in(f);
-    for (std::string line; std::getline(in, line);)
-      if (line.find(needle) != std::string::npos) return true;
-  }
-  return false;
-}
 
 Assessment Executor::Impl::assess_job(const RunRequest& req, json& stored) const {
   Assessment a = assess_bytes(req.code, security);
@@ -385,11 +375,24 @@ RunResult Executor::run(const RunRequest& req) const {
     validate_run_identity(req);
     if (req.stdin_fd >= 0 && req.stdin_data)
       throw Error("the request sets both stdin_fd and stdin_data", "give the program's stdin one way only");
-    if (req.run_id && im.run_id_taken(*req.run_id))
-      throw Error("run id " + *req.run_id + " is already in the audit log " + im.audit->path().string(),
-                  "choose a new --run-id, or leave it out for a random one");
   } catch (const Error& e) {
     r.error = e.describe();
+    r.exit_code = exit_code::usage;
+    return r;
+  }
+  // Claimed before anything is recorded, so that no record carries an id twice.
+  bool claimed = true;
+  try {
+    claimed = !req.run_id || im.claim_run_id(*req.run_id);
+  } catch (const Error& e) {
+    r.error = "cannot check the run id: " + e.describe();
+    r.exit_code = exit_code::setup_failed;
+    return r;
+  }
+  if (!claimed) {
+    r.error = Error("run id " + *req.run_id + " is already in the audit log " + im.audit->path().string(),
+                    "choose a new --run-id, or leave it out for a random one")
+                  .describe();
     r.exit_code = exit_code::usage;
     return r;
   }

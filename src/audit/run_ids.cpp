@@ -1,0 +1,146 @@
+#include "audit/run_ids.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+
+#include "audit/audit_format.hpp"
+#include "audit/audit_verify.hpp"
+#include "common/safe_open.hpp"
+#include "internal.hpp"
+#include "sandboxrun/error.hpp"
+
+namespace sandboxrun::audit {
+
+namespace {
+
+constexpr size_t kHashLen = 64;
+constexpr size_t kChunk = 1 << 20;
+
+// The string a raw JSON value holds, when it is a plain string (no escapes): run ids and
+// hashes never need one.
+std::string_view plain_string(const Member* m) {
+  if (!m || m->value.size() < 2 || m->value.front() != '"' || m->value.back() != '"') return {};
+  std::string_view s = m->value.substr(1, m->value.size() - 2);
+  return s.find('\\') == std::string_view::npos ? s : std::string_view();
+}
+
+// Calls fn(line, end offset) for each complete line of `fd` in [from, size); returns the offset
+// after the last one.
+template <class Fn>
+uint64_t for_each_line(int fd, uint64_t from, uint64_t size, const std::filesystem::path& what, Fn&& fn) {
+  std::string buf;
+  uint64_t done = from;  // offset of buf[0]
+  uint64_t at = from;
+  while (at < size) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, size - at));
+    const size_t old = buf.size();
+    buf.resize(old + want);
+    ssize_t n;
+    do n = ::pread(fd, buf.data() + old, want, static_cast<off_t>(at));
+    while (n < 0 && errno == EINTR);
+    if (n < 0) throw_errno("cannot read " + what.string());
+    buf.resize(old + static_cast<size_t>(n));
+    if (n == 0) break;  // shorter than it was a moment ago
+    at += static_cast<uint64_t>(n);
+    size_t start = 0;
+    for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1)
+      fn(std::string_view(buf).substr(start, nl - start), done + nl + 1);
+    buf.erase(0, start);
+    done += start;
+  }
+  return done;
+}
+
+}  // namespace
+
+std::filesystem::path run_ids_path(const std::filesystem::path& log) { return log.string() + ".run-ids"; }
+
+RunIdIndex::RunIdIndex(std::filesystem::path log) : log_(std::move(log)), index_(run_ids_path(log_)) {}
+
+// Reads the index lines past read_ (all of them when the file was replaced or truncated).
+void RunIdIndex::load(int fd, uint64_t size) {
+  const uint64_t end = for_each_line(fd, read_, size, index_, [&](std::string_view line, uint64_t) {
+    if (line.empty()) return;
+    if (line[0] != '@') {
+      ids_.emplace(line);
+      return;
+    }
+    uint64_t offset = 0;
+    if (line.size() < kHashLen + 3 || line[kHashLen + 1] != ':') return;
+    const char* first = line.data() + kHashLen + 2;
+    auto [p, ec] = std::from_chars(first, line.data() + line.size(), offset);
+    if (ec == std::errc() && p == line.data() + line.size()) marks_[std::string(line.substr(1, kHashLen))] = offset;
+  });
+  read_ = end;
+  torn_ = end < size;
+}
+
+// Indexes `file` past its mark: its ids go to ids_ and, with the new mark, to `out`.
+void RunIdIndex::index_file(const std::filesystem::path& file, std::string& out) {
+  UniqueFd fd;
+  try {
+    fd = open_trusted_file(file, O_RDONLY);
+  } catch (const Error&) {
+    if (::access(file.c_str(), F_OK) != 0 && errno == ENOENT) return;  // pruned meanwhile
+    throw;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat " + file.string());
+  const auto size = static_cast<uint64_t>(st.st_size);
+  LineScanner scanner;
+  const std::string first = read_first_line(fd.get(), file);
+  if (first.empty() || !scanner.scan(first)) return;  // no complete first record: nothing to index yet
+  const std::string hash(plain_string(scanner.find("hash")));
+  if (hash.size() != kHashLen) return;
+  uint64_t& mark = marks_[hash];
+  if (mark > size) mark = 0;  // truncated (audit repair): index it again
+  if (mark == size) return;
+  mark = for_each_line(fd.get(), mark, size, file, [&](std::string_view line, uint64_t) {
+    if (!scanner.scan(line)) return;  // a damaged record: `audit verify` reports it
+    const std::string_view id = plain_string(scanner.find("run_id"));
+    if (!id.empty() && ids_.emplace(id).second) {
+      out += id;
+      out += '\n';
+    }
+  });
+  out += '@';
+  out += hash;
+  out += ':';
+  out += std::to_string(mark);
+  out += '\n';
+}
+
+bool RunIdIndex::claim(const std::string& id) {
+  UniqueFd fd = open_trusted_file(index_, O_RDWR | O_CREAT | O_APPEND, 0600);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat " + index_.string());
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (static_cast<uint64_t>(st.st_dev) != dev_ || static_cast<uint64_t>(st.st_ino) != ino_ || size < read_) {
+    // Another file, or this one cut short: start again from its first byte.
+    ids_.clear();
+    marks_.clear();
+    dev_ = static_cast<uint64_t>(st.st_dev);
+    ino_ = static_cast<uint64_t>(st.st_ino);
+    read_ = 0;
+  }
+  load(fd.get(), size);
+  std::string out = torn_ ? "\n" : "";
+  for (const auto& file : audit_log_files(log_)) index_file(file, out);
+  const bool fresh = !ids_.count(id);
+  if (fresh) {
+    ids_.insert(id);
+    out += id;
+    out += '\n';
+  }
+  // What we append is already in memory; it is read again (harmlessly) only after another
+  // writer's lines, so read_ stays where it is.
+  if (out.size() > (torn_ ? 1u : 0u) && !write_all(fd.get(), out.data(), out.size()))
+    throw_errno("cannot write the run id index " + index_.string());
+  return fresh;
+}
+
+}  // namespace sandboxrun::audit
