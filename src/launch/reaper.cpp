@@ -1,4 +1,4 @@
-// The sandbox's pid 1. It finishes the setup (mounts, network, privileges), forks the payload,
+// The sandbox's pid 1. It finishes the setup (mounts, network, privileges), starts the payload,
 // and then only reaps: when the payload exits it reports the payload's wait status to the
 // launcher and exits, which makes the kernel kill everything left in the pid namespace.
 // It is non-dumpable, so the payload cannot open /proc/1/exe (runc CVE-2019-5736), /proc/1/mem
@@ -72,6 +72,10 @@ int install_with_listener(const ChildPlan& plan) {
   ::_exit(125);
 }
 
+constexpr size_t kPayloadStack = 64 * 1024;
+
+int payload_main(void* plan) { exec_payload(*static_cast<const ChildPlan*>(plan)); }
+
 [[noreturn]] void reap(const ChildPlan& plan, pid_t payload) {
   for (;;) {
     int status = 0;
@@ -133,15 +137,18 @@ void child_main(const ChildPlan& plan) {
   while ((got = ::read(plan.sync_read, &exec, 1)) < 0 && errno == EINTR) {}
   if (got != 1 || exec != 'E') ::_exit(125);
 
-  // The raw syscall, not glibc's fork(): this process was cloned from a possibly multi-threaded
-  // launcher, and fork() runs atfork handlers that take glibc locks (malloc's among them) that
-  // another launcher thread may have held at the clone, which would deadlock here.
-  pid_t payload = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, 0));
+  // The payload shares pid 1's memory until its execve (CLONE_VM | CLONE_VFORK, as posix_spawn
+  // does): a fork would copy the launcher's address space, which pid 1 still has, only for
+  // execve to drop it again. pid 1 is suspended meanwhile, and the payload makes only system
+  // calls, on a stack of its own in this frame. glibc's clone() runs no atfork handlers: this
+  // process was cloned from a possibly multi-threaded launcher, and their locks could be held.
+  alignas(16) char payload_stack[kPayloadStack];
+  const pid_t payload = ::clone(payload_main, payload_stack + sizeof payload_stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                                const_cast<ChildPlan*>(&plan));
   if (payload < 0) {
-    report_error(plan, "fork payload", errno, "fork");
+    report_error(plan, "start payload", errno, "clone");
     ::_exit(125);
   }
-  if (payload == 0) exec_payload(plan);
   // pid 1 keeps only the status pipe.
   close_all_but(plan.status_write);
   ::close(0);
