@@ -28,7 +28,7 @@ std::string_view plain_string(const Member* m) {
   return s.find('\\') == std::string_view::npos ? s : std::string_view();
 }
 
-// Calls fn(line, end offset) for each complete line of `fd` in [from, size); returns the offset
+// Calls fn(line) for each complete line of `fd` in [from, size); returns the offset
 // after the last one.
 template <class Fn>
 uint64_t for_each_line(int fd, uint64_t from, uint64_t size, const std::filesystem::path& what, Fn&& fn) {
@@ -48,7 +48,7 @@ uint64_t for_each_line(int fd, uint64_t from, uint64_t size, const std::filesyst
     at += static_cast<uint64_t>(n);
     size_t start = 0;
     for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1)
-      fn(std::string_view(buf).substr(start, nl - start), done + nl + 1);
+      fn(std::string_view(buf).substr(start, nl - start));
     buf.erase(0, start);
     done += start;
   }
@@ -63,7 +63,7 @@ RunIdIndex::RunIdIndex(std::filesystem::path log) : log_(std::move(log)), index_
 
 // Reads the index lines past read_ (all of them when the file was replaced or truncated).
 void RunIdIndex::load(int fd, uint64_t size) {
-  const uint64_t end = for_each_line(fd, read_, size, index_, [&](std::string_view line, uint64_t) {
+  const uint64_t end = for_each_line(fd, read_, size, index_, [&](std::string_view line) {
     if (line.empty()) return;
     if (line[0] != '@') {
       ids_.emplace(line);
@@ -79,7 +79,23 @@ void RunIdIndex::load(int fd, uint64_t size) {
   torn_ = end < size;
 }
 
-// Indexes `file` past its mark: its ids go to ids_ and, with the new mark, to `out`.
+namespace {
+
+// The run id of a record line; for a line the scanner refuses (damaged: `audit verify` reports
+// it), the first "run_id" member's text, as a byte search would find it.
+std::string_view record_run_id(std::string_view line, LineScanner& scanner) {
+  if (scanner.scan(line)) return plain_string(scanner.find("run_id"));
+  constexpr std::string_view kKey = "\"run_id\":\"";
+  const size_t at = line.find(kKey);
+  if (at == std::string_view::npos) return {};
+  const size_t from = at + kKey.size(), to = line.find('"', from);
+  return to == std::string_view::npos ? std::string_view() : line.substr(from, to - from);
+}
+
+}  // namespace
+
+// Indexes `file` past its mark: its ids go to ids_ and, with the new mark, to `out`. A file
+// whose first record cannot be read has no name to mark it by: it is read whole every time.
 void RunIdIndex::index_file(const std::filesystem::path& file, std::string& out) {
   UniqueFd fd;
   try {
@@ -93,20 +109,20 @@ void RunIdIndex::index_file(const std::filesystem::path& file, std::string& out)
   const auto size = static_cast<uint64_t>(st.st_size);
   LineScanner scanner;
   const std::string first = read_first_line(fd.get(), file);
-  if (first.empty() || !scanner.scan(first)) return;  // no complete first record: nothing to index yet
-  const std::string hash(plain_string(scanner.find("hash")));
-  if (hash.size() != kHashLen) return;
-  uint64_t& mark = marks_[hash];
+  std::string hash;
+  if (!first.empty() && scanner.scan(first)) hash = plain_string(scanner.find("hash"));
+  uint64_t unmarked = 0;
+  uint64_t& mark = hash.size() == kHashLen ? marks_[hash] : unmarked;
   if (mark > size) mark = 0;  // truncated (audit repair): index it again
   if (mark == size) return;
-  mark = for_each_line(fd.get(), mark, size, file, [&](std::string_view line, uint64_t) {
-    if (!scanner.scan(line)) return;  // a damaged record: `audit verify` reports it
-    const std::string_view id = plain_string(scanner.find("run_id"));
+  mark = for_each_line(fd.get(), mark, size, file, [&](std::string_view line) {
+    const std::string_view id = record_run_id(line, scanner);
     if (!id.empty() && ids_.emplace(id).second) {
       out += id;
       out += '\n';
     }
   });
+  if (&mark == &unmarked) return;
   out += '@';
   out += hash;
   out += ':';

@@ -127,3 +127,27 @@ TEST(AuditRunIds, OneOfManyProcessesClaimingOneIdAtOnceWins) {
   EXPECT_EQ(winners, 1);
   EXPECT_EQ(losers, kProcs - 1);
 }
+
+TEST(AuditRunIds, DamagedRecordsStillHoldTheirIds) {
+  TempDir dir;
+  const fs::path path = dir.path() / "audit.log";
+  {
+    auto log = AuditLog::open(config(), path);
+    record(log, "intact");
+  }
+  // A first record that no longer scans (the file has no name to mark it by), and a damaged
+  // record in the middle: `audit verify` reports both; their ids are still taken.
+  std::string text;
+  {
+    std::ifstream in(path);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  { std::ofstream(path, std::ios::trunc) << "{not json \"run_id\":\"first-damaged\"}\n" << text
+                                         << "{\"run_id\":\"mid-damaged\",\"seq\":x}\n"; }
+  auto log = AuditLog::open(config(), path);
+  EXPECT_FALSE(log.claim_run_id("first-damaged"));
+  EXPECT_FALSE(log.claim_run_id("mid-damaged"));
+  EXPECT_FALSE(log.claim_run_id("intact"));
+  EXPECT_TRUE(log.claim_run_id("fresh"));
+  EXPECT_FALSE(AuditLog::open(config(), path).claim_run_id("mid-damaged")) << "read whole again by a new writer";
+}
