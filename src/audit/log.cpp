@@ -129,7 +129,6 @@ struct AuditLog::Impl {
   bool objects_unsynced = false;
   // Rotation pruned files: prune the objects they alone named, once the lock is released.
   bool objects_prune_due = false;
-  std::optional<audit::RunIdIndex> run_ids;  // loaded at the first claim
 
   bool syncs() const { return cfg.sync != AuditSync::none; }
 
@@ -552,8 +551,7 @@ uint64_t AuditLog::append(const std::string& event, const std::string& run_id, n
 bool AuditLog::claim_run_id(const std::string& id) {
   Impl& m = *impl_;
   audit::FileLock lock(m.lock_fd.get(), m.lock_file);
-  if (!m.run_ids) m.run_ids.emplace(m.path);
-  return m.run_ids->claim(id);
+  return audit::claim_run_id(m.path, id);
 }
 
 CodeRef AuditLog::store_code(std::string_view code, std::string name) {

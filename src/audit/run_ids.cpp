@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <charconv>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "audit/audit_format.hpp"
 #include "audit/audit_verify.hpp"
@@ -18,7 +20,7 @@ namespace sandboxrun::audit {
 namespace {
 
 constexpr size_t kHashLen = 64;
-constexpr size_t kChunk = 1 << 20;
+constexpr size_t kChunk = 128 << 10;  // small: its pages are touched once per process
 
 // The string a raw JSON value holds, when it is a plain string (no escapes): run ids and
 // hashes never need one.
@@ -59,27 +61,9 @@ uint64_t for_each_line(int fd, uint64_t from, uint64_t size, const std::filesyst
 
 std::filesystem::path run_ids_path(const std::filesystem::path& log) { return log.string() + ".run-ids"; }
 
-RunIdIndex::RunIdIndex(std::filesystem::path log) : log_(std::move(log)), index_(run_ids_path(log_)) {}
-
-// Reads the index lines past read_ (all of them when the file was replaced or truncated).
-void RunIdIndex::load(int fd, uint64_t size) {
-  const uint64_t end = for_each_line(fd, read_, size, index_, [&](std::string_view line) {
-    if (line.empty()) return;
-    if (line[0] != '@') {
-      ids_.emplace(line);
-      return;
-    }
-    uint64_t offset = 0;
-    if (line.size() < kHashLen + 3 || line[kHashLen + 1] != ':') return;
-    const char* first = line.data() + kHashLen + 2;
-    auto [p, ec] = std::from_chars(first, line.data() + line.size(), offset);
-    if (ec == std::errc() && p == line.data() + line.size()) marks_[std::string(line.substr(1, kHashLen))] = offset;
-  });
-  read_ = end;
-  torn_ = end < size;
-}
-
 namespace {
+
+using Marks = std::unordered_map<std::string, uint64_t>;  // first record's hash -> bytes indexed
 
 // The run id of a record line; for a line the scanner refuses (damaged: `audit verify` reports
 // it), the first "run_id" member's text, as a byte search would find it.
@@ -92,11 +76,10 @@ std::string_view record_run_id(std::string_view line, LineScanner& scanner) {
   return to == std::string_view::npos ? std::string_view() : line.substr(from, to - from);
 }
 
-}  // namespace
-
-// Indexes `file` past its mark: its ids go to ids_ and, with the new mark, to `out`. A file
-// whose first record cannot be read has no name to mark it by: it is read whole every time.
-void RunIdIndex::index_file(const std::filesystem::path& file, std::string& out) {
+// Indexes `file` past its mark: its new ids and then its new mark go to `out`. A file whose
+// first record cannot be read has no name to mark it by: it is read whole every time.
+void index_file(const std::filesystem::path& file, Marks& marks, std::unordered_set<std::string>& seen,
+                std::string& out) {
   UniqueFd fd;
   try {
     fd = open_trusted_file(file, O_RDONLY);
@@ -112,12 +95,12 @@ void RunIdIndex::index_file(const std::filesystem::path& file, std::string& out)
   std::string hash;
   if (!first.empty() && scanner.scan(first)) hash = plain_string(scanner.find("hash"));
   uint64_t unmarked = 0;
-  uint64_t& mark = hash.size() == kHashLen ? marks_[hash] : unmarked;
+  uint64_t& mark = hash.size() == kHashLen ? marks[hash] : unmarked;
   if (mark > size) mark = 0;  // truncated (audit repair): index it again
   if (mark == size) return;
   mark = for_each_line(fd.get(), mark, size, file, [&](std::string_view line) {
     const std::string_view id = record_run_id(line, scanner);
-    if (!id.empty() && ids_.emplace(id).second) {
+    if (!id.empty() && seen.emplace(id).second) {
       out += id;
       out += '\n';
     }
@@ -130,32 +113,38 @@ void RunIdIndex::index_file(const std::filesystem::path& file, std::string& out)
   out += '\n';
 }
 
-bool RunIdIndex::claim(const std::string& id) {
-  UniqueFd fd = open_trusted_file(index_, O_RDWR | O_CREAT | O_APPEND, 0600);
+}  // namespace
+
+bool claim_run_id(const std::filesystem::path& log, const std::string& id) {
+  const std::filesystem::path index = run_ids_path(log);
+  UniqueFd fd = open_trusted_file(index, O_RDWR | O_CREAT | O_APPEND, 0600);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat " + index_.string());
+  if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat " + index.string());
   const auto size = static_cast<uint64_t>(st.st_size);
-  if (static_cast<uint64_t>(st.st_dev) != dev_ || static_cast<uint64_t>(st.st_ino) != ino_ || size < read_) {
-    // Another file, or this one cut short: start again from its first byte.
-    ids_.clear();
-    marks_.clear();
-    dev_ = static_cast<uint64_t>(st.st_dev);
-    ino_ = static_cast<uint64_t>(st.st_ino);
-    read_ = 0;
-  }
-  load(fd.get(), size);
-  std::string out = torn_ ? "\n" : "";
-  for (const auto& file : audit_log_files(log_)) index_file(file, out);
-  const bool fresh = !ids_.count(id);
+  // One pass over the index: is the id there, and how far is each log file indexed. A torn last
+  // line (a writer crashed in its append) counts as neither; ours then starts on a new line.
+  Marks marks;
+  bool indexed = false;
+  const uint64_t whole = for_each_line(fd.get(), 0, size, index, [&](std::string_view line) {
+    if (line == id) indexed = true;
+    if (line.size() < kHashLen + 3 || line[0] != '@' || line[kHashLen + 1] != ':') return;
+    uint64_t offset = 0;
+    auto [p, ec] = std::from_chars(line.data() + kHashLen + 2, line.data() + line.size(), offset);
+    if (ec == std::errc() && p == line.data() + line.size()) marks[std::string(line.substr(1, kHashLen))] = offset;
+  });
+  // The ids of the records appended since the marks, once each (one already in the index may be
+  // listed again: a line more, nothing else).
+  std::string out = whole < size ? "\n" : "";
+  const size_t torn = out.size();
+  std::unordered_set<std::string> seen;
+  for (const auto& file : audit_log_files(log)) index_file(file, marks, seen, out);
+  const bool fresh = !indexed && !seen.count(id);
   if (fresh) {
-    ids_.insert(id);
     out += id;
     out += '\n';
   }
-  // What we append is already in memory; it is read again (harmlessly) only after another
-  // writer's lines, so read_ stays where it is.
-  if (out.size() > (torn_ ? 1u : 0u) && !write_all(fd.get(), out.data(), out.size()))
-    throw_errno("cannot write the run id index " + index_.string());
+  if (out.size() > torn && !write_all(fd.get(), out.data(), out.size()))
+    throw_errno("cannot write the run id index " + index.string());
   return fresh;
 }
 

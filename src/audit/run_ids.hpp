@@ -5,41 +5,22 @@
 //
 // The file is append-only. Each line is an id or a mark "@HASH:OFFSET": the log file whose first
 // record has hash HASH is indexed up to byte OFFSET. The first record names a file whatever
-// rotation calls it and whatever inode it has. A claim first indexes each log file past its mark,
-// then checks the id and appends it. A crash can lose only a suffix of the index, and a mark goes
-// with the ids before it, so the next claim scans that part of the log again. Ids of pruned log
-// files stay claimed: an id is never reused.
+// rotation calls it and whatever inode it has. A claim reads the index once (a sequential scan:
+// 200,000 runs make 6.6 MB), indexes each log file past its mark, then checks the id and appends
+// it. A crash can lose only a suffix of the index, and a mark goes with the ids before it, so
+// the next claim scans that part of the log again. Ids of pruned log files stay claimed.
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace sandboxrun::audit {
 
 std::filesystem::path run_ids_path(const std::filesystem::path& log);  // <log>.run-ids
 
-class RunIdIndex {
- public:
-  explicit RunIdIndex(std::filesystem::path log);
-
-  // Call under the log's exclusive lock. False when a record of the log's files, or an earlier
-  // claim, has `id`; otherwise records the claim and returns true. Throws Error when the index
-  // or a log file cannot be read or written.
-  bool claim(const std::string& id);
-
- private:
-  void load(int fd, uint64_t size);
-  void index_file(const std::filesystem::path& file, std::string& out);
-
-  std::filesystem::path log_, index_;
-  // What has been read of the index file (a long-lived writer reads only what others appended).
-  uint64_t dev_ = 0, ino_ = 0, read_ = 0;
-  bool torn_ = false;  // the file ends inside a line (a writer crashed): start ours on a new one
-  std::unordered_set<std::string> ids_;
-  std::unordered_map<std::string, uint64_t> marks_;  // first record's hash -> bytes indexed
-};
+// Call under the log's exclusive lock. False when a record of the log's files, or an earlier
+// claim, has `id`; otherwise records the claim and returns true. Throws Error when the index or
+// a log file cannot be read or written.
+bool claim_run_id(const std::filesystem::path& log, const std::string& id);
 
 }  // namespace sandboxrun::audit
