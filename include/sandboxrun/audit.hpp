@@ -105,9 +105,9 @@ class AuditLog {
                   bool durable = false);
 
   // Claims a run id for a new run: false when a record of the log (rotated files included) or
-  // an earlier claim already has it. Atomic across processes (under the log's flock) and
-  // indexed in <log>.run-ids, so it reads only what was appended since the last claim. A
-  // claimed id stays taken even if the run is refused later.
+  // an earlier claim already has it. Atomic across processes (under the log's flock). The ids
+  // are indexed in <log>.run-ids: a claim reads that index and only the part of the log
+  // appended since the last claim. A claimed id stays taken even if the run is refused later.
   bool claim_run_id(const std::string& id);
 
   // Stores `code` as <log dir>/objects/<sha256> (once; atomic rename) and returns its identity.
