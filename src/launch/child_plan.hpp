@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,10 @@ struct ChildPlan {
   std::vector<char*> argv;     // null-terminated
   std::vector<char*> envp;     // null-terminated
   std::vector<std::string> argv_storage, envp_storage;
+  // The stack the payload runs on from its clone by pid 1 until its execve (it shares pid 1's
+  // memory until then): prepared here, so that pid 1's own stack size does not matter.
+  std::unique_ptr<char[]> payload_stack;
+  size_t payload_stack_size = 0;
   char* wipe_begin = nullptr;
   char* wipe_end = nullptr;
 };

@@ -179,6 +179,8 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
   p.envp.push_back(nullptr);
   p.wipe_begin = req.wipe_begin;
   p.wipe_end = req.wipe_end;
+  p.payload_stack_size = 64 * 1024;  // a few frames of system calls; under ASan, larger ones
+  p.payload_stack = std::make_unique_for_overwrite<char[]>(p.payload_stack_size);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "child_plan.hpp"
@@ -71,8 +72,6 @@ int install_with_listener(const ChildPlan& plan) {
   report_error(plan, "execve", errno, plan.argv[0]);
   ::_exit(125);
 }
-
-constexpr size_t kPayloadStack = 64 * 1024;
 
 int payload_main(void* plan) { exec_payload(*static_cast<const ChildPlan*>(plan)); }
 
@@ -140,10 +139,10 @@ void child_main(const ChildPlan& plan) {
   // The payload shares pid 1's memory until its execve (CLONE_VM | CLONE_VFORK, as posix_spawn
   // does): a fork would copy the launcher's address space, which pid 1 still has, only for
   // execve to drop it again. pid 1 is suspended meanwhile, and the payload makes only system
-  // calls, on a stack of its own in this frame. glibc's clone() runs no atfork handlers: this
+  // calls, on the stack the launcher prepared. glibc's clone() runs no atfork handlers: this
   // process was cloned from a possibly multi-threaded launcher, and their locks could be held.
-  alignas(16) char payload_stack[kPayloadStack];
-  const pid_t payload = ::clone(payload_main, payload_stack + sizeof payload_stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+  const auto top = reinterpret_cast<uintptr_t>(plan.payload_stack.get() + plan.payload_stack_size) & ~uintptr_t{15};
+  const pid_t payload = ::clone(payload_main, reinterpret_cast<void*>(top), CLONE_VM | CLONE_VFORK | SIGCHLD,
                                 const_cast<ChildPlan*>(&plan));
   if (payload < 0) {
     report_error(plan, "start payload", errno, "clone");
