@@ -11,16 +11,20 @@
 
 #include "audit/audit_format.hpp"
 #include "audit/audit_verify.hpp"
+#include "audit/line_reader.hpp"
 #include "common/safe_open.hpp"
 #include "internal.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun::audit {
 
+std::filesystem::path run_ids_path(const std::filesystem::path& log) { return log.string() + ".run-ids"; }
+
 namespace {
 
-constexpr size_t kHashLen = 64;
-constexpr size_t kChunk = 128 << 10;  // small: its pages are touched once per process
+// The index holds short lines (an id, a mark): a small buffer, touched once per claim. A longer
+// line is damage.
+constexpr size_t kIndexBuffer = 64 << 10;
 
 // The string a raw JSON value holds, when it is a plain string (no escapes): run ids and
 // hashes never need one.
@@ -29,39 +33,6 @@ std::string_view plain_string(const Member* m) {
   std::string_view s = m->value.substr(1, m->value.size() - 2);
   return s.find('\\') == std::string_view::npos ? s : std::string_view();
 }
-
-// Calls fn(line) for each complete line of `fd` in [from, size); returns the offset
-// after the last one.
-template <class Fn>
-uint64_t for_each_line(int fd, uint64_t from, uint64_t size, const std::filesystem::path& what, Fn&& fn) {
-  std::string buf;
-  uint64_t done = from;  // offset of buf[0]
-  uint64_t at = from;
-  while (at < size) {
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, size - at));
-    const size_t old = buf.size();
-    buf.resize(old + want);
-    ssize_t n;
-    do n = ::pread(fd, buf.data() + old, want, static_cast<off_t>(at));
-    while (n < 0 && errno == EINTR);
-    if (n < 0) throw_errno("cannot read " + what.string());
-    buf.resize(old + static_cast<size_t>(n));
-    if (n == 0) break;  // shorter than it was a moment ago
-    at += static_cast<uint64_t>(n);
-    size_t start = 0;
-    for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1)
-      fn(std::string_view(buf).substr(start, nl - start));
-    buf.erase(0, start);
-    done += start;
-  }
-  return done;
-}
-
-}  // namespace
-
-std::filesystem::path run_ids_path(const std::filesystem::path& log) { return log.string() + ".run-ids"; }
-
-namespace {
 
 using Marks = std::unordered_map<std::string, uint64_t>;  // first record's hash -> bytes indexed
 
@@ -95,16 +66,21 @@ void index_file(const std::filesystem::path& file, Marks& marks, std::unordered_
   std::string hash;
   if (!first.empty() && scanner.scan(first)) hash = plain_string(scanner.find("hash"));
   uint64_t unmarked = 0;
-  uint64_t& mark = hash.size() == kHashLen ? marks[hash] : unmarked;
+  uint64_t& mark = hash.size() == kHashHex ? marks[hash] : unmarked;
   if (mark > size) mark = 0;  // truncated (audit repair): index it again
   if (mark == size) return;
-  mark = for_each_line(fd.get(), mark, size, file, [&](std::string_view line) {
+  // Up to the first line that is not a whole record within bounds (a torn tail, damage): the
+  // mark stays before it, so the next claim looks there again.
+  LineReader reader(fd.get(), file, mark, 4 * kMaxRecordBytes);
+  std::string_view line;
+  while (reader.next(line) == LineReader::Status::line) {
+    mark = reader.offset() + line.size() + 1;
     const std::string_view id = record_run_id(line, scanner);
     if (!id.empty() && seen.emplace(id).second) {
       out += id;
       out += '\n';
     }
-  });
+  }
   if (&mark == &unmarked) return;
   out += '@';
   out += hash;
@@ -118,23 +94,30 @@ void index_file(const std::filesystem::path& file, Marks& marks, std::unordered_
 bool claim_run_id(const std::filesystem::path& log, const std::string& id) {
   const std::filesystem::path index = run_ids_path(log);
   UniqueFd fd = open_trusted_file(index, O_RDWR | O_CREAT | O_APPEND, 0600);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat " + index.string());
-  const auto size = static_cast<uint64_t>(st.st_size);
   // One pass over the index: is the id there, and how far is each log file indexed. A torn last
   // line (a writer crashed in its append) counts as neither; ours then starts on a new line.
   Marks marks;
   bool indexed = false;
-  const uint64_t whole = for_each_line(fd.get(), 0, size, index, [&](std::string_view line) {
+  LineReader reader(fd.get(), index, 0, kIndexBuffer);
+  std::string_view line;
+  LineReader::Status status;
+  while ((status = reader.next(line)) == LineReader::Status::line) {
     if (line == id) indexed = true;
-    if (line.size() < kHashLen + 3 || line[0] != '@' || line[kHashLen + 1] != ':') return;
+    if (line.size() < kHashHex + 3 || line[0] != '@' || line[kHashHex + 1] != ':') continue;
     uint64_t offset = 0;
-    auto [p, ec] = std::from_chars(line.data() + kHashLen + 2, line.data() + line.size(), offset);
-    if (ec == std::errc() && p == line.data() + line.size()) marks[std::string(line.substr(1, kHashLen))] = offset;
-  });
+    auto [p, ec] = std::from_chars(line.data() + kHashHex + 2, line.data() + line.size(), offset);
+    if (ec == std::errc() && p == line.data() + line.size()) marks[std::string(line.substr(1, kHashHex))] = offset;
+  }
+  if (status == LineReader::Status::too_long) {
+    // Damaged past reading: start a new index, as if it had been deleted.
+    if (::ftruncate(fd.get(), 0) != 0) throw_errno("cannot reset the damaged run id index " + index.string());
+    marks.clear();
+    indexed = false;
+    status = LineReader::Status::eof;
+  }
   // The ids of the records appended since the marks, once each (one already in the index may be
   // listed again: a line more, nothing else).
-  std::string out = whole < size ? "\n" : "";
+  std::string out = status == LineReader::Status::torn ? "\n" : "";
   const size_t torn = out.size();
   std::unordered_set<std::string> seen;
   for (const auto& file : audit_log_files(log)) index_file(file, marks, seen, out);

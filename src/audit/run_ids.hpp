@@ -8,7 +8,8 @@
 // rotation calls it and whatever inode it has. A claim reads the index once (a sequential scan:
 // 200,000 runs make 6.6 MB), indexes each log file past its mark, then checks the id and appends
 // it. A crash can lose only a suffix of the index, and a mark goes with the ids before it, so
-// the next claim scans that part of the log again. Ids of pruned log files stay claimed.
+// the next claim scans that part of the log again. Ids of pruned log files stay claimed. An
+// index damaged past reading (a line longer than any id or mark) is started afresh.
 #pragma once
 
 #include <filesystem>

@@ -12,6 +12,7 @@
 
 #include "internal.hpp"
 #include "audit/audit_format.hpp"
+#include "audit/line_reader.hpp"
 #include "audit/objects.hpp"
 #include "sandboxrun/error.hpp"
 
@@ -61,86 +62,7 @@ std::vector<std::filesystem::path> audit_log_files(const std::filesystem::path& 
 
 namespace {
 
-// Splits a file into lines with one fixed buffer.
-class LineReader {
- public:
-  enum class Status { line, torn, too_long, eof };
-
-  LineReader(const std::filesystem::path& file, uint64_t start) : file_(file), base_(start) {
-    fd_ = UniqueFd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd_) throw_errno("cannot open " + file.string());
-    if (start != 0 && ::lseek(fd_.get(), static_cast<off_t>(start), SEEK_SET) < 0)
-      throw_errno("cannot seek in " + file.string());
-    ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-    buf_.resize(kBuffer);
-  }
-
-  // The next line (without newline); offset() and line_no() describe it.
-  Status next(std::string_view& line) {
-    for (;;) {
-      const char* b = buf_.data() + begin_;
-      size_t avail = end_ - begin_;
-      if (const void* nl = std::memchr(b, '\n', avail)) {
-        size_t len = static_cast<size_t>(static_cast<const char*>(nl) - b);
-        line = std::string_view(b, len);
-        take(len + 1);
-        return Status::line;
-      }
-      if (eof_) {
-        if (avail == 0) return Status::eof;
-        line = std::string_view(b, avail);
-        take(avail);
-        return Status::torn;
-      }
-      if (avail > audit::kMaxRecordBytes) {
-        line = std::string_view(b, std::min<size_t>(avail, 256));
-        take(avail);
-        eof_ = true;  // nothing after an unbounded line can be trusted to be aligned
-        return Status::too_long;
-      }
-      fill();
-    }
-  }
-
-  uint64_t offset() const { return line_offset_; }
-  uint64_t line_no() const { return line_no_; }
-
- private:
-  static constexpr size_t kBuffer = 4 * audit::kMaxRecordBytes;
-
-  void take(size_t n) {
-    line_offset_ = base_ + begin_;
-    ++line_no_;
-    begin_ += n;
-  }
-
-  void fill() {
-    if (begin_ > 0) {
-      std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
-      base_ += begin_;
-      end_ -= begin_;
-      begin_ = 0;
-    }
-    for (;;) {
-      ssize_t n = ::read(fd_.get(), buf_.data() + end_, buf_.size() - end_);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw_errno("cannot read " + file_.string());
-      }
-      if (n == 0) eof_ = true;
-      end_ += static_cast<size_t>(n);
-      return;
-    }
-  }
-
-  std::filesystem::path file_;
-  UniqueFd fd_;
-  std::vector<char> buf_;
-  size_t begin_ = 0, end_ = 0;
-  uint64_t base_ = 0;  // file offset of buf_[0]
-  uint64_t line_offset_ = 0, line_no_ = 0;
-  bool eof_ = false;
-};
+using audit::LineReader;
 
 struct Checkpoint {
   uint64_t seq = 0;

@@ -151,3 +151,16 @@ TEST(AuditRunIds, DamagedRecordsStillHoldTheirIds) {
   EXPECT_TRUE(log.claim_run_id("fresh"));
   EXPECT_FALSE(AuditLog::open(config(), path).claim_run_id("mid-damaged")) << "read whole again by a new writer";
 }
+
+TEST(AuditRunIds, AnIndexDamagedPastReadingIsStartedAfresh) {
+  TempDir dir;
+  const fs::path path = dir.path() / "audit.log";
+  auto log = AuditLog::open(config(), path);
+  record(log, "recorded");
+  EXPECT_TRUE(log.claim_run_id("claimed"));
+  // A line far longer than any id or mark: nothing after it could be trusted to be aligned.
+  { std::ofstream(sandboxrun::audit::run_ids_path(path), std::ios::app) << std::string(200 << 10, 'x'); }
+  EXPECT_FALSE(log.claim_run_id("recorded")) << "rebuilt from the log";
+  EXPECT_TRUE(log.claim_run_id("after-damage"));
+  EXPECT_FALSE(AuditLog::open(config(), path).claim_run_id("after-damage")) << "the claim was lost past the damage";
+}
