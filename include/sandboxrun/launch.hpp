@@ -59,6 +59,11 @@ struct LaunchRequest {
   // As root: the id slot claimed by the caller (to audit it before the launch). Unset: the
   // launcher claims one itself for the run.
   std::shared_ptr<const IdSlot> id_slot;
+  // As root: an fd of a network namespace to run in instead of a new one, made for this run
+  // alone with only `lo`, up (a long-lived caller's pool of them: the Executor's). The caller
+  // keeps it open until run_sandbox returns and never hands it to another run. -1: the clone
+  // makes a new namespace.
+  int netns_fd = -1;
 };
 
 // blocked: the assessor refused the file and nothing was launched.

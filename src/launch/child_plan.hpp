@@ -79,6 +79,7 @@ struct ChildPlan {
   gid_t gid = 1000;
   bool id_slot = false;  // root launcher: ids map onto a slot, setgroups stays allowed
   bool proxy_socket = false;
+  bool netns_prepared = false;  // cloned into a pooled namespace (NetnsPool): lo is up already
   unsigned long root_remount_flags = 0;  // MS_* flags for the read-only remount of the root
   LandlockPlan landlock;
   // SandboxSpec::test_extra_writable_bind: a writable clone of a host directory for /mnt.
@@ -110,6 +111,8 @@ struct ChildPlan {
 [[noreturn]] void child_main(const ChildPlan& plan);
 bool setup_mounts(const ChildPlan& plan);
 bool setup_network(const ChildPlan& plan);
+// Sets `lo` of the caller's network namespace up: 0, or the errno. No allocation (pid 1 uses it).
+int bring_up_loopback() noexcept;
 bool setup_work(const ChildPlan& plan);
 bool drop_privileges(const ChildPlan& plan);
 void report_error(const ChildPlan& plan, const char* stage, int err, const char* detail) noexcept;

@@ -233,6 +233,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   build_plan(req, plan);
   out.landlock_abi = plan.landlock.abi;
   plan.id_slot = slot != nullptr;
+  plan.netns_prepared = req.netns_fd >= 0;
   CapsGuard caps;
   if (!caps.caps) throw_errno("cap_init");
   plan.empty_caps = caps.caps;
@@ -285,7 +286,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
     // pid 1 starts in the run's cgroup: no migration after the clone (see CloneIntoCgroup).
     CloneIntoCgroup into(cgroup.get());
     child = launch::clone_sandbox(launch::namespace_flags(), into.clone_into_fd(),
-                                  slot ? static_cast<long>(slot->info().host_root) : -1);
+                                  slot ? static_cast<long>(slot->info().host_root) : -1, req.netns_fd);
     if (child.pid == 0) launch::child_main(plan);  // never returns
   }
   ChildGuard guard(child.pid);

@@ -64,6 +64,12 @@ SavedIds take_owner_ids(uid_t owner) {
   return saved;
 }
 
+// Back to the launcher's own network namespace after a clone from a prepared one. Staying would
+// open the launcher's later sockets inside a sandbox's namespace, so a failure is fatal.
+void leave_netns(const UniqueFd& home) noexcept {
+  if (home && ::setns(home.get(), CLONE_NEWNET) != 0) ::abort();
+}
+
 long do_clone(unsigned long flags, int cgroup_fd, int& pidfd) {
   clone_args args{};
   args.flags = flags | CLONE_PIDFD;
@@ -84,18 +90,38 @@ long do_clone(unsigned long flags, int cgroup_fd, int& pidfd) {
 
 }  // namespace
 
-CloneResult clone_sandbox(unsigned long flags, int cgroup_fd, long owner_uid) {
+CloneResult clone_sandbox(unsigned long flags, int cgroup_fd, long owner_uid, int netns_fd) {
   CloneResult r;
   int pidfd = -1;
+  // A prepared network namespace is entered for the clone alone, per thread (setns), before the
+  // switch to the slot's owner, which has no capability on the host. Not RAII: the child returns
+  // through here too, and must stay in it.
+  UniqueFd home;
+  if (netns_fd >= 0) {
+    home.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!home) throw_errno("open the launcher's network namespace (/proc/thread-self/ns/net)");
+    if (::setns(netns_fd, CLONE_NEWNET) != 0) throw_errno("enter the prepared network namespace for the clone");
+    flags &= ~static_cast<unsigned long>(CLONE_NEWNET);
+  }
   std::optional<SavedIds> saved;
-  if (owner_uid >= 0) saved = take_owner_ids(static_cast<uid_t>(owner_uid));
+  if (owner_uid >= 0) {
+    try {
+      saved = take_owner_ids(static_cast<uid_t>(owner_uid));
+    } catch (...) {
+      leave_netns(home);
+      throw;
+    }
+  }
   const long pid = do_clone(flags, cgroup_fd, pidfd);
   // The child keeps the owner's ids: it becomes the namespace's root at once (enter_id_slot),
   // and the launcher's ids are unmapped there.
-  if (saved && pid != 0) {
+  if (pid != 0) {
     const int err = errno;
-    restore_ids(*saved);
+    if (saved) restore_ids(*saved);
+    leave_netns(home);
     errno = err;
+  } else {
+    (void)home.release();  // pid 1 closes every fd it does not need (close_all_but) itself
   }
   if (pid < 0) {
     int err = errno;

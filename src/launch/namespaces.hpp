@@ -18,8 +18,10 @@ unsigned long namespace_flags();
 // kernel charges per-user counts made inside (ucounts: inotify instances, fanotify groups, user
 // namespaces, RLIMIT_NPROC and RLIMIT_MSGQUEUE) at the host level to the namespace's owner, and
 // an owner per slot keeps sandboxes from sharing one budget with each other and with root.
+// With netns_fd >= 0 (a namespace from NetnsPool), the child starts in that network namespace
+// instead of a new one: the calling thread enters it for the clone alone.
 // Throws Error with what the host restricts.
-CloneResult clone_sandbox(unsigned long flags, int cgroup_fd, long owner_uid = -1);
+CloneResult clone_sandbox(unsigned long flags, int cgroup_fd, long owner_uid = -1, int netns_fd = -1);
 // Maps one id each: the sandbox's uid/gid to the caller's (unprivileged launcher).
 void write_id_maps(pid_t pid, uid_t inside_uid, gid_t inside_gid, uid_t outside_uid, gid_t outside_gid);
 

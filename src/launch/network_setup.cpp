@@ -16,14 +16,9 @@
 
 namespace sandboxrun::launch {
 
-namespace {
-
-bool bring_up_lo(const ChildPlan& plan) {
+int bring_up_loopback() noexcept {
   int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) {
-    report_error(plan, "socket for lo", errno, "AF_INET");
-    return false;
-  }
+  if (s < 0) return errno;
   ifreq ifr{};
   std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
   bool ok = ::ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
@@ -31,10 +26,19 @@ bool bring_up_lo(const ChildPlan& plan) {
     ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
     ok = ::ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
   }
-  int saved = errno;
+  int err = ok ? 0 : errno;
   ::close(s);
-  if (!ok) report_error(plan, "bring up lo", saved, "lo");
-  return ok;
+  return err;
+}
+
+namespace {
+
+bool bring_up_lo(const ChildPlan& plan) {
+  if (int err = bring_up_loopback()) {
+    report_error(plan, "bring up lo", err, "lo");
+    return false;
+  }
+  return true;
 }
 
 bool pass_proxy_socket(const ChildPlan& plan) {
@@ -62,7 +66,8 @@ bool pass_proxy_socket(const ChildPlan& plan) {
 }  // namespace
 
 bool setup_network(const ChildPlan& plan) {
-  if (!bring_up_lo(plan)) return false;
+  // A namespace from the launcher's pool has lo up already, and pid 1 has no capability there.
+  if (!plan.netns_prepared && !bring_up_lo(plan)) return false;
   if (plan.proxy_socket && !pass_proxy_socket(plan)) return false;
   return true;
 }
