@@ -256,6 +256,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
   auto& args = f.args;
   const bool decoded_args = any_decoded(args);
   if (f.callee.kind == Kind::string) {
+    const std::string_view method = f.method;
     // A method of a string constant: decode/encode/strip keep the value, others compute.
     ArgInfo r = std::move(f.callee);
     if (is_path_method(f.method)) {
@@ -266,12 +267,12 @@ ArgInfo Analyzer::close_call(Frame& f) {
       with_path.insert(with_path.end(), args.begin(), args.end());
       const std::string qual = "pathlib.Path()." + f.method;
       sink_.on_call(CallEvent{qual, f.line, with_path, false, false, depth_ > 0});
-      if (f.method == "expanduser" || f.method == "resolve") return r;
+      if (method == "expanduser" || method == "resolve") return r;
       return ArgInfo{{}, Kind::call, qual + "()", true, false, decoded_args};
     }
     // Joins with short separators only: a long one would multiply text without source.
     // "".join(reversed(s)): a string put together backwards, as s[::-1] is.
-    if (f.method == "join" && !args.empty() && args[0].kind == Kind::call && args[0].text == "reversed()") {
+    if (method == "join" && !args.empty() && args[0].kind == Kind::call && args[0].text == "reversed()") {
       sink_.on_detector(Detector::reversed_string, f.line, "join(reversed())");
       r.folded = true;
       r.dynamic = true;
@@ -279,14 +280,14 @@ ArgInfo Analyzer::close_call(Frame& f) {
       return r;
     }
     // "".join(s) of a constant string (reversed("lave") folds to one) is that string.
-    if (f.method == "join" && r.text.empty() && !args.empty() && args[0].kind == Kind::string && !args[0].dynamic) {
+    if (method == "join" && r.text.empty() && !args.empty() && args[0].kind == Kind::string && !args[0].dynamic) {
       r.text = args[0].text;
       r.folded = true;
       r.dynamic = false;
       r.decoded |= decoded_args;
       return r;
     }
-    if (f.method == "join" && r.text.size() <= 16 && !args.empty() && args[0].kind == Kind::container) {
+    if (method == "join" && r.text.size() <= 16 && !args.empty() && args[0].kind == Kind::container) {
       std::string joined;
       for (char c : args[0].text) {
         if (c == '\x1f') append_capped(joined, r.text, kMaxText);
@@ -295,8 +296,8 @@ ArgInfo Analyzer::close_call(Frame& f) {
       r.text = std::move(joined);
       r.folded = true;
       r.dynamic = args[0].dynamic;
-    } else if (f.method != "decode" && f.method != "encode" && f.method != "strip" && f.method != "lower" &&
-               f.method != "upper") {
+    } else if (method != "decode" && method != "encode" && method != "strip" && method != "lower" &&
+               method != "upper") {
       r.dynamic = true;
     }
     r.decoded |= decoded_args;
@@ -304,7 +305,10 @@ ArgInfo Analyzer::close_call(Frame& f) {
   }
   if (!is_name_kind(f.callee.kind)) return ArgInfo{{}, Kind::expr, {}, true, false, decoded_args};
 
-  const std::string qual = detail::canonical(f.callee.text);
+  const std::string qual_text = detail::canonical(f.callee.text);
+  // Compared as a view: GCC 12's std::string == "literal" runs memcmp over the shorter length
+  // instead of comparing sizes first, and this chain of names runs for every call.
+  const std::string_view qual = qual_text;
   if (header_ == Header::for_ && !header_colon_ &&
       (qual == "itertools.count" || qual == "itertools.cycle" ||
        (qual == "itertools.repeat" && args.size() == 1) || (qual == "iter" && args.size() == 2)))
@@ -315,18 +319,18 @@ ArgInfo Analyzer::close_call(Frame& f) {
   if (qual.starts_with("local:")) {
     for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
       if (it->kind == BlockKind::function) {
-        it->recursive = it->recursive || it->name == qual;
+        it->recursive = it->recursive || it->name == qual_text;
         break;
       }
   }
-  report_call(qual, args, f.line);
+  report_call(qual_text, args, f.line);
   if (qual.starts_with("local:")) {
     check_fragments(args, f.line);  // _lookup("set", "uid")
-    if (auto it = returns_.find(qual + "()"); it != returns_.end()) return it->second;
+    if (auto it = returns_.find(qual_text + "()"); it != returns_.end()) return it->second;
   }
   // self.unpack(): a method of the file's own class returns what its def returns.
   if ((qual.starts_with("self.") || qual.starts_with("cls.")) && qual.find('.', qual.find('.') + 1) == std::string::npos) {
-    if (auto it = returns_.find("local:" + qual.substr(qual.find('.') + 1) + "()"); it != returns_.end()) return it->second;
+    if (auto it = returns_.find("local:" + qual_text.substr(qual.find('.') + 1) + "()"); it != returns_.end()) return it->second;
   }
 
   if (is_path_builder(qual)) {
@@ -351,7 +355,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
     if (has_text) return p;
   }
   // A method of decoded data still returns it: b64decode(x).decode(), decompress(x).strip().
-  ArgInfo r{{}, Kind::call, qual, true, false, decoded_args || f.callee.decoded};
+  ArgInfo r{{}, Kind::call, qual_text, true, false, decoded_args || f.callee.decoded};
   append_capped(r.text, "()", kMaxQual);
   const ArgInfo* a0 = args.empty() ? nullptr : &args[0];
   const bool const0 = a0 && a0->kind == Kind::string && !a0->dynamic;
@@ -417,7 +421,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
   if (qual == "chr") return ArgInfo{{}, Kind::string, {}, true, true, true};
   if (auto text = detail::decode_constant_call(qual, args)) {
     if (looks_like_text(*text)) {
-      sink_.on_detector(Detector::decoded_payload, f.line, qual);
+      sink_.on_detector(Detector::decoded_payload, f.line, qual_text);
       enqueue(*text, f.line, depth_ + 1);
     }
     return ArgInfo{{}, Kind::string, std::move(*text), false, true, true};

@@ -6,6 +6,7 @@
 // and written to a temporary name, then renamed into place.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -21,6 +22,7 @@ struct CachedRules {
   RuleSet rules;
   CacheUse use = CacheUse::bypassed;
   std::string note;  // why the cache was bypassed or rebuilt, for callers that report it
+  bool by_identity = false;  // a hit found through the file's identity, its text not read
 };
 
 // $SANDBOXRUN_CACHE_DIR (set but empty: no cache), else $XDG_CACHE_HOME/sandboxrun, else
@@ -29,6 +31,10 @@ std::optional<std::filesystem::path> default_cache_dir();
 
 // RuleSet::load through the cache in `cache_dir` (created 0700 when missing). Throws like
 // RuleSet::load for an unreadable or invalid rules file; a cache problem never fails the load.
-CachedRules load_rules_cached(const std::filesystem::path& file, const std::filesystem::path& cache_dir);
+// A rules file that has not changed for a while is also linked by its identity (device, inode,
+// size, times) to its digest, so that later loads need not read it; `now` (the clock, or a
+// test's) decides "a while".
+CachedRules load_rules_cached(const std::filesystem::path& file, const std::filesystem::path& cache_dir,
+                              std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
 }  // namespace sandboxrun::assess

@@ -3,10 +3,14 @@
 // for the safety rules of the cache directory.
 #include "assess/assess_rules_cache.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cstdlib>
 
 #include "assess/cache_io.hpp"
 #include "common/sha256.hpp"
+#include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 
 namespace sandboxrun::assess {
@@ -14,6 +18,10 @@ namespace sandboxrun::assess {
 namespace {
 
 constexpr std::string_view kMagic = "SRRULES\x04";  // bump the last byte when the encoding changes
+constexpr std::string_view kLinkMagic = "SRRLINK\x01";
+// How long ago a rules file must have last changed for its identity to be linked to its digest:
+// well above any file system's timestamp granularity.
+constexpr std::chrono::seconds kSettled{2};
 
 // Patterns are stored as their text and the prefilter compile() derived from it; the entry's
 // checksum vouches that both are what compile() produced when the entry was built.
@@ -124,22 +132,82 @@ std::optional<std::filesystem::path> default_cache_dir() {
   return std::nullopt;
 }
 
-CachedRules load_rules_cached(const std::filesystem::path& file, const std::filesystem::path& cache_dir) {
-  const std::string text = RuleSet::read(file);
-  const std::string digest = sha256_hex(text);
+namespace {
+
+// A file's identity for the link below: device, inode, size, modification and change times.
+std::string file_id(const struct stat& st) {
+  std::string id = "rules-file\n";
+  for (const uint64_t v : {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                           static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_mtim.tv_sec),
+                           static_cast<uint64_t>(st.st_mtim.tv_nsec), static_cast<uint64_t>(st.st_ctim.tv_sec),
+                           static_cast<uint64_t>(st.st_ctim.tv_nsec)})
+    id += std::to_string(v) + "\n";
+  return sha256_hex(id);
+}
+
+bool same_file_state(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
+         a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec &&
+         a.st_ctim.tv_sec == b.st_ctim.tv_sec && a.st_ctim.tv_nsec == b.st_ctim.tv_nsec;
+}
+
+}  // namespace
+
+CachedRules load_rules_cached(const std::filesystem::path& file, const std::filesystem::path& cache_dir,
+                              std::chrono::system_clock::time_point now) {
+  // The link from the file's identity to its digest spares a warm start reading and hashing the
+  // rules text (~0.2 ms of a 2 ms `assess`). Any change to a file moves its change time to the
+  // present, so an identity recorded while the change time lay in the past cannot match a later
+  // content; one recorded within the clock's granularity of a change could, so none is (git's
+  // "racily clean" rule).
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat before {};
+  if (!fd || ::fstat(fd.get(), &before) != 0 || !S_ISREG(before.st_mode)) fd.reset();
   std::string why;
   UniqueFd dir = cache::open_dir(cache_dir, why);
+  const std::string id = fd ? file_id(before) : std::string();
+  const std::string link_name = "assess-rules-file-" + id + ".link";
+  bool rejected = false;
+  if (fd && dir) {
+    if (auto digest = cache::read_entry(dir.get(), link_name, kLinkMagic, id, rejected); digest && digest->size() == 64) {
+      bool bad = false;
+      if (auto payload = cache::read_entry(dir.get(), "assess-rules-" + *digest + ".bin", kMagic, *digest, bad))
+        if (auto set = RuleSet::deserialize(*payload)) return CachedRules{std::move(*set), CacheUse::hit, {}, true};
+    }
+  }
+  std::string text;
+  if (!fd) {
+    text = RuleSet::read(file);  // throws, naming the file
+  } else {
+    try {
+      text = read_fd(fd.get(), SIZE_MAX, file.string());
+    } catch (const Error& e) {
+      throw Error(file.string() + ": cannot read the assessor rules file", "check the rules: key in security.yaml",
+                  e.sys_errno());
+    }
+  }
+  struct stat after {};
+  const auto changed = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+      std::chrono::seconds(before.st_ctim.tv_sec) + std::chrono::nanoseconds(before.st_ctim.tv_nsec)));
+  const bool settled = fd && ::fstat(fd.get(), &after) == 0 && same_file_state(before, after) &&
+                       changed + kSettled <= now;
+  const std::string digest = sha256_hex(text);
   if (!dir) return CachedRules{RuleSet::parse(file, text), CacheUse::bypassed, "rules cache not used: " + why};
   const std::string name = "assess-rules-" + digest + ".bin";
-  bool rejected = false;
+  rejected = false;
   if (auto payload = cache::read_entry(dir.get(), name, kMagic, digest, rejected)) {
-    if (auto set = RuleSet::deserialize(*payload)) return CachedRules{std::move(*set), CacheUse::hit, {}};
+    if (auto set = RuleSet::deserialize(*payload)) {
+      if (settled) cache::write_entry(dir.get(), link_name, kLinkMagic, id, digest);
+      return CachedRules{std::move(*set), CacheUse::hit, {}};
+    }
     rejected = true;
   }
   if (rejected) why = "the cached rules failed verification and were rebuilt";
   CachedRules out{RuleSet::parse(file, text), CacheUse::built, std::move(why)};
   if (!cache::write_entry(dir.get(), name, kMagic, digest, out.rules.serialize()))
     out.note = "rules cache not written in " + cache_dir.string();
+  else if (settled)
+    cache::write_entry(dir.get(), link_name, kLinkMagic, id, digest);
   return out;
 }
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "assess/assess_rules_cache.hpp"
 #include "common/sha256.hpp"
@@ -22,9 +24,11 @@ std::string slurp(const std::filesystem::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// The compiled-rules entry (not the links from file identities to it).
 std::filesystem::path only_entry(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> found;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) found.push_back(e.path());
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".bin") found.push_back(e.path());
   EXPECT_EQ(found.size(), 1u);
   return found.empty() ? std::filesystem::path() : found[0];
 }
@@ -65,6 +69,46 @@ TEST(AssessRulesCache, BuiltOnceThenHitAndRebuiltWhenTheRulesChange) {
   for (const auto& r : edited.rules.rules()) found |= r.message.starts_with("FORK BOMB");
   EXPECT_TRUE(found);
   EXPECT_EQ(load_rules_cached(rules, cache).use, CacheUse::hit);
+}
+
+size_t count_links(const std::filesystem::path& dir) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.path().extension() == ".link";
+  return n;
+}
+
+// A rules file that has not changed for a while is found by its identity, without reading it;
+// a change moves its change time and is never served from the old entry, and a file changed
+// just now is not linked at all (its identity could still be reused within the clock's
+// granularity).
+TEST(AssessRulesCache, SettledFileIsLinkedByIdentityAndAChangeIsNeverMissed) {
+  TempDir d;
+  const auto cache = d.path() / "cache";
+  auto rules = d.write("rules.yaml", slurp(kRules));
+  EXPECT_EQ(load_rules_cached(rules, cache).use, CacheUse::built);
+  EXPECT_EQ(count_links(cache), 0u) << "a file changed just now must not be linked";
+
+  const auto later = std::chrono::system_clock::now() + std::chrono::seconds(10);
+  EXPECT_EQ(load_rules_cached(rules, cache, later).use, CacheUse::hit);
+  ASSERT_EQ(count_links(cache), 1u);
+  CachedRules linked = load_rules_cached(rules, cache, later);
+  EXPECT_EQ(linked.use, CacheUse::hit);
+  EXPECT_TRUE(linked.by_identity) << "the link was written but not used";
+  bool found = false;
+  for (const auto& r : linked.rules.rules()) found |= r.message.starts_with("fork bomb (process creation");
+  EXPECT_TRUE(found);
+
+  // The same size, other content: the change time moves on, the identity with it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  std::string text = slurp(rules);
+  text.replace(text.find("fork bomb (process creation"), 9, "FORK BOMB");
+  std::ofstream(rules, std::ios::trunc) << text;
+  CachedRules edited = load_rules_cached(rules, cache, later + std::chrono::seconds(10));
+  EXPECT_EQ(edited.use, CacheUse::built);
+  EXPECT_FALSE(edited.by_identity);
+  found = false;
+  for (const auto& r : edited.rules.rules()) found |= r.message.starts_with("FORK BOMB");
+  EXPECT_TRUE(found) << "the old rules were served for a changed file";
 }
 
 TEST(AssessRulesCache, CorruptEntryFailsVerificationAndIsRebuilt) {
