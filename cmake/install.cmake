@@ -55,7 +55,7 @@ install(FILES
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sandboxrun)
 
 # What a static link of the library needs from the system (the shared forms of the libraries).
-set(SANDBOXRUN_PC_LIBS "-lseccomp -lcap -larchive -lz -lyaml-cpp -lssl -lcrypto -lpthread")
+set(SANDBOXRUN_PC_LIBS "-lseccomp -lcap -larchive -lz -lyaml-cpp -lpthread")
 configure_file(cmake/sandboxrun.pc.in ${CMAKE_BINARY_DIR}/sandboxrun.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/sandboxrun.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 configure_file(cmake/sandboxrunConfig.cmake.in ${CMAKE_BINARY_DIR}/sandboxrunConfig.cmake @ONLY)
@@ -101,6 +101,9 @@ set(CPACK_SET_DESTDIR ON)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# libcrypto is opened with dlopen (keyed audit chains, image digests), which dpkg-shlibdeps
+# cannot see.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libssl3")
 # Building the default image needs mmdebstrap; python3 is inside the image, not on the host.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "mmdebstrap")
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)

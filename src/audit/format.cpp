@@ -4,13 +4,12 @@
 #include "audit/audit_format.hpp"
 
 #include <openssl/core_names.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
 
 #include <charconv>
 #include <cmath>
 #include <cstring>
 
+#include "common/libcrypto.hpp"
 #include "common/sha256.hpp"
 #include "common/utf8.hpp"
 #include "sandboxrun/error.hpp"
@@ -45,8 +44,9 @@ struct RecordHasher::Impl {
   EVP_MAC_CTX* mac_ctx = nullptr;
 
   ~Impl() {
-    EVP_MAC_CTX_free(mac_ctx);
-    EVP_MAC_free(mac);
+    // The plain chain never loads libcrypto: nothing to free, and no reason to load it now.
+    if (mac_ctx) libcrypto().EVP_MAC_CTX_free(mac_ctx);
+    if (mac) libcrypto().EVP_MAC_free(mac);
   }
 };
 
@@ -55,14 +55,15 @@ struct RecordHasher::Impl {
 RecordHasher::RecordHasher() : impl_(std::make_unique<Impl>()) {}
 
 RecordHasher::RecordHasher(std::string_view key) : impl_(std::make_unique<Impl>()) {
-  impl_->mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  const LibCrypto& crypto = libcrypto();
+  impl_->mac = crypto.EVP_MAC_fetch(nullptr, "HMAC", nullptr);
   if (!impl_->mac) openssl_fail("HMAC fetch");
-  impl_->mac_ctx = EVP_MAC_CTX_new(impl_->mac);
+  impl_->mac_ctx = crypto.EVP_MAC_CTX_new(impl_->mac);
   if (!impl_->mac_ctx) openssl_fail("HMAC context");
   char digest_name[] = "SHA256";
-  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
-                         OSSL_PARAM_construct_end()};
-  if (EVP_MAC_init(impl_->mac_ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+  OSSL_PARAM params[] = {crypto.OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
+                         crypto.OSSL_PARAM_construct_end()};
+  if (crypto.EVP_MAC_init(impl_->mac_ctx, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
                    params) != 1)
     openssl_fail("HMAC-SHA256 init");
 }
@@ -76,12 +77,13 @@ bool RecordHasher::keyed() const noexcept { return impl_->mac_ctx != nullptr; }
 HexDigest RecordHasher::digest(std::string_view a, std::string_view b) {
   unsigned char raw[EVP_MAX_MD_SIZE];
   if (impl_->mac_ctx) {
+    const LibCrypto& crypto = libcrypto();
     size_t len = 0;
     // Re-initialising with a null key keeps the key and resets the state.
-    if (EVP_MAC_init(impl_->mac_ctx, nullptr, 0, nullptr) != 1 ||
-        EVP_MAC_update(impl_->mac_ctx, reinterpret_cast<const unsigned char*>(a.data()), a.size()) != 1 ||
-        EVP_MAC_update(impl_->mac_ctx, reinterpret_cast<const unsigned char*>(b.data()), b.size()) != 1 ||
-        EVP_MAC_final(impl_->mac_ctx, raw, &len, sizeof raw) != 1 || len != 32)
+    if (crypto.EVP_MAC_init(impl_->mac_ctx, nullptr, 0, nullptr) != 1 ||
+        crypto.EVP_MAC_update(impl_->mac_ctx, reinterpret_cast<const unsigned char*>(a.data()), a.size()) != 1 ||
+        crypto.EVP_MAC_update(impl_->mac_ctx, reinterpret_cast<const unsigned char*>(b.data()), b.size()) != 1 ||
+        crypto.EVP_MAC_final(impl_->mac_ctx, raw, &len, sizeof raw) != 1 || len != 32)
       openssl_fail("HMAC-SHA256");
   } else {
     impl_->joined.assign(a);

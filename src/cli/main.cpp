@@ -1,6 +1,4 @@
 // sandboxrun: run untrusted Python with Docker-grade isolation, without a daemon.
-#include <openssl/crypto.h>
-
 #include <cstring>
 #include <iostream>
 
@@ -45,9 +43,6 @@ std::pair<char*, char*> arg_env_span(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // We only use SHA-256 and HMAC from the default provider: skip reading openssl.cnf, which
-  // costs milliseconds on every run and lets the host's OpenSSL config change our hashing.
-  OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     usage();

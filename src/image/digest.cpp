@@ -1,9 +1,9 @@
 // Digests ("sha256:<hex>") and streaming hashing with OpenSSL EVP.
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <array>
 
+#include "common/libcrypto.hpp"
 #include "sandboxrun/error.hpp"
 #include "image/image_oci.hpp"
 
@@ -11,9 +11,11 @@ namespace sandboxrun::image {
 
 namespace {
 
+bool supported(std::string_view algorithm) { return algorithm == "sha256" || algorithm == "sha512"; }
+
 const EVP_MD* evp_for(std::string_view algorithm) {
-  if (algorithm == "sha256") return EVP_sha256();
-  if (algorithm == "sha512") return EVP_sha512();
+  if (algorithm == "sha256") return libcrypto().EVP_sha256();
+  if (algorithm == "sha512") return libcrypto().EVP_sha512();
   return nullptr;
 }
 
@@ -31,7 +33,7 @@ Digest Digest::parse(std::string_view text, std::string_view what) {
   if (colon == std::string_view::npos) return fail();
   const auto algorithm = text.substr(0, colon);
   const auto hex = text.substr(colon + 1);
-  if (!evp_for(algorithm) || hex.size() != hex_length(algorithm)) return fail();
+  if (!supported(algorithm) || hex.size() != hex_length(algorithm)) return fail();
   if (!std::all_of(hex.begin(), hex.end(),
                    [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
     return fail();
@@ -41,15 +43,16 @@ Digest Digest::parse(std::string_view text, std::string_view what) {
 struct Hasher::Impl {
   std::string algorithm;
   EVP_MD_CTX* ctx = nullptr;
-  ~Impl() { EVP_MD_CTX_free(ctx); }
+  ~Impl() {
+    if (ctx) libcrypto().EVP_MD_CTX_free(ctx);
+  }
 };
 
 Hasher::Hasher(std::string_view algorithm) : impl_(std::make_unique<Impl>()) {
-  const EVP_MD* md = evp_for(algorithm);
-  if (!md) throw Error("unsupported digest algorithm '" + std::string(algorithm) + "'");
+  if (!supported(algorithm)) throw Error("unsupported digest algorithm '" + std::string(algorithm) + "'");
   impl_->algorithm = std::string(algorithm);
-  impl_->ctx = EVP_MD_CTX_new();
-  if (!impl_->ctx || EVP_DigestInit_ex(impl_->ctx, md, nullptr) != 1)
+  impl_->ctx = libcrypto().EVP_MD_CTX_new();
+  if (!impl_->ctx || libcrypto().EVP_DigestInit_ex(impl_->ctx, evp_for(algorithm), nullptr) != 1)
     throw Error("OpenSSL: cannot initialise " + impl_->algorithm);
 }
 
@@ -58,14 +61,14 @@ Hasher::Hasher(Hasher&&) noexcept = default;
 Hasher& Hasher::operator=(Hasher&&) noexcept = default;
 
 void Hasher::update(const void* data, size_t len) {
-  if (len && EVP_DigestUpdate(impl_->ctx, data, len) != 1)
+  if (len && libcrypto().EVP_DigestUpdate(impl_->ctx, data, len) != 1)
     throw Error("OpenSSL: " + impl_->algorithm + " update failed");
 }
 
 Digest Hasher::finish() {
   std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
   unsigned int len = 0;
-  if (EVP_DigestFinal_ex(impl_->ctx, md.data(), &len) != 1)
+  if (libcrypto().EVP_DigestFinal_ex(impl_->ctx, md.data(), &len) != 1)
     throw Error("OpenSSL: " + impl_->algorithm + " final failed");
   static constexpr char digits[] = "0123456789abcdef";
   std::string hex;

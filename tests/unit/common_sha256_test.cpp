@@ -2,20 +2,25 @@
 // around the one- and two-block padding boundaries and for a long input, from both the
 // CPU-instruction path (where the CPU has one) and the portable one.
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cstdio>
 
+#include "common/libcrypto.hpp"
 #include "common/sha256.hpp"
 
 namespace sandboxrun {
 namespace {
 
 std::string openssl_hex(const std::string& s) {
+  const LibCrypto& c = libcrypto();  // opened at run time, as the product opens it
   unsigned char raw[EVP_MAX_MD_SIZE];
   unsigned len = 0;
-  EXPECT_EQ(EVP_Digest(s.data(), s.size(), raw, &len, EVP_sha256(), nullptr), 1);
+  EVP_MD_CTX* ctx = c.EVP_MD_CTX_new();
+  EXPECT_EQ(c.EVP_DigestInit_ex(ctx, c.EVP_sha256(), nullptr), 1);
+  EXPECT_EQ(c.EVP_DigestUpdate(ctx, s.data(), s.size()), 1);
+  EXPECT_EQ(c.EVP_DigestFinal_ex(ctx, raw, &len), 1);
+  c.EVP_MD_CTX_free(ctx);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   for (unsigned i = 0; i < len; ++i) {
@@ -44,6 +49,19 @@ TEST(Sha256, AgreesWithOpenSsl) {
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 131 % 251);
   EXPECT_EQ(sha256_hex(big), openssl_hex(big));
   EXPECT_EQ(sha256_raw(big), detail::sha256_raw_portable(big));
+}
+
+// Fed in pieces of every size around the block length, the digest is OpenSSL's for the whole.
+TEST(Sha256, IncrementalAgreesWithOpenSsl) {
+  std::string data(5000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + (i >> 5));
+  const std::string want = openssl_hex(data);
+  for (size_t piece : {1u, 3u, 55u, 63u, 64u, 65u, 127u, 128u, 1000u, 4999u, 5000u}) {
+    Sha256 d;
+    d.update({});
+    for (size_t at = 0; at < data.size(); at += piece) d.update(std::string_view(data).substr(at, piece));
+    EXPECT_EQ(hex_of(d.finish()), want) << piece;
+  }
 }
 
 }  // namespace
