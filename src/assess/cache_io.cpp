@@ -1,6 +1,7 @@
 #include "assess/cache_io.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,22 +16,20 @@ namespace {
 constexpr size_t kDigestHex = 64;
 constexpr size_t kMaxCacheBytes = 64u << 20;
 
-std::optional<std::string> read_file(int dirfd, const std::string& name) {
+// The file mapped read-only, or nullopt. Entries are replaced by rename, never rewritten in
+// place, so the bytes verified are the bytes decoded. (Only the directory's owner could
+// truncate a file under the mapping, and would crash only their own process.)
+std::optional<Entry> map_file(int dirfd, const std::string& name) {
   UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (!fd) return std::nullopt;
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0 ||
-      static_cast<uint64_t>(st.st_size) > kMaxCacheBytes)
+      st.st_size <= 0 || static_cast<uint64_t>(st.st_size) > kMaxCacheBytes)
     return std::nullopt;
-  std::string out(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < out.size()) {
-    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::nullopt;
-    got += static_cast<size_t>(n);
-  }
-  return out;
+  const auto size = static_cast<size_t>(st.st_size);
+  void* base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (base == MAP_FAILED) return std::nullopt;
+  return Entry(base, size, std::string_view(static_cast<const char*>(base), size));
 }
 
 bool write_file(int dirfd, const std::string& name, const std::string& bytes) {
@@ -71,19 +70,23 @@ UniqueFd open_dir(const std::filesystem::path& dir, std::string& why) {
   return fd;
 }
 
-std::optional<std::string> read_entry(int dirfd, const std::string& name, std::string_view magic, std::string_view key,
-                                      bool& rejected) {
+Entry::~Entry() {
+  if (base_) ::munmap(base_, size_);
+}
+
+std::optional<Entry> read_entry(int dirfd, const std::string& name, std::string_view magic, std::string_view key,
+                                bool& rejected) {
   rejected = false;
-  std::optional<std::string> bytes = read_file(dirfd, name);
-  if (!bytes) return std::nullopt;
-  const std::string_view b = *bytes;
+  std::optional<Entry> mapped = map_file(dirfd, name);
+  if (!mapped) return std::nullopt;
+  const std::string_view b = mapped->payload();
   const size_t head = magic.size() + kDigestHex + sizeof(uint32_t) + kDigestHex;
   if (b.size() >= head && b.starts_with(magic) && b.substr(magic.size(), kDigestHex) == key) {
     uint32_t len = 0;
     std::memcpy(&len, b.data() + magic.size() + kDigestHex, sizeof len);
     const std::string_view payload = b.substr(head);
     if (payload.size() == len && sha256_hex(payload) == b.substr(head - kDigestHex, kDigestHex))
-      return std::string(payload);
+      return Entry(std::move(*mapped), payload);
   }
   rejected = true;
   return std::nullopt;

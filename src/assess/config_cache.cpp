@@ -113,11 +113,11 @@ bool load_cached_settings(const std::filesystem::path& security_yaml, const std:
   if (!dir) return false;
   const std::string key = key_of(security_yaml, project_root, text);
   bool rejected = false;
-  const std::optional<std::string> payload =
+  const std::optional<cache::Entry> payload =
       cache::read_entry(dir.get(), "assess-config-" + key + ".bin", kMagic, key, rejected);
   SecurityConfig c;
   std::vector<std::filesystem::path> candidates;
-  if (!payload || !get(*payload, c, candidates)) return false;
+  if (!payload || !get(payload->payload(), c, candidates)) return false;
   // The same search as the parser's: the first candidate that is a regular file.
   for (const auto& p : candidates) {
     std::error_code ec;

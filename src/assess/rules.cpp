@@ -327,13 +327,30 @@ void RuleSet::build_index() {
             const std::string key = n[head.size()] == '.' ? head : std::string();  // "*.run", "os*" under ""
             (r.type == Rule::Type::call ? ix.call_globs : ix.reference_globs)[key].emplace_back(n, k);
           }
-          else ix.exact[n].push_back(k);
+          else ++ix.exact[n].count;
         }
         break;
       case Rule::Type::import: ix.imports.push_back(k); break;
       case Rule::Type::string: ix.strings.push_back(k); break;
       case Rule::Type::detector: ix.detectors[static_cast<size_t>(r.detector)].push_back(k); break;
       case Rule::Type::combo: ix.combos.push_back(k); break;
+    }
+  }
+  // Each name's run of rule indexes, in rule order.
+  uint32_t at = 0;
+  for (auto& [name, run] : ix.exact) {
+    run.first = at;
+    at += run.count;
+    run.count = 0;
+  }
+  ix.exact_rules.resize(at);
+  for (size_t k = 0; k < set.rules_.size(); ++k) {
+    const Rule& r = set.rules_[k];
+    if (r.type != Rule::Type::call && r.type != Rule::Type::reference) continue;
+    for (const auto& n : r.names) {
+      if (n.find('*') != std::string::npos) continue;
+      Index::Run& run = ix.exact.find(n)->second;
+      ix.exact_rules[run.first + run.count++] = k;
     }
   }
 }
@@ -403,7 +420,7 @@ void RuleEngine::lookup(std::string_view name, bool calls, Fn&& fn) {
   const auto& ix = rules_.index();
   auto exact = [&](std::string_view n) {
     if (auto it = ix.exact.find(n); it != ix.exact.end())
-      for (size_t r : it->second) fn(r);
+      for (uint32_t i = 0; i < it->second.count; ++i) fn(ix.exact_rules[it->second.first + i]);
   };
   exact(name);
   if (name.find('.') == std::string_view::npos)

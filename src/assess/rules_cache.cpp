@@ -169,10 +169,11 @@ CachedRules load_rules_cached(const std::filesystem::path& file, const std::file
   const std::string link_name = "assess-rules-file-" + id + ".link";
   bool rejected = false;
   if (fd && dir) {
-    if (auto digest = cache::read_entry(dir.get(), link_name, kLinkMagic, id, rejected); digest && digest->size() == 64) {
+    if (auto link = cache::read_entry(dir.get(), link_name, kLinkMagic, id, rejected); link && link->payload().size() == 64) {
+      const std::string digest(link->payload());
       bool bad = false;
-      if (auto payload = cache::read_entry(dir.get(), "assess-rules-" + *digest + ".bin", kMagic, *digest, bad))
-        if (auto set = RuleSet::deserialize(*payload)) return CachedRules{std::move(*set), CacheUse::hit, {}, true};
+      if (auto payload = cache::read_entry(dir.get(), "assess-rules-" + digest + ".bin", kMagic, digest, bad))
+        if (auto set = RuleSet::deserialize(payload->payload())) return CachedRules{std::move(*set), CacheUse::hit, {}, true};
     }
   }
   std::string text;
@@ -196,7 +197,7 @@ CachedRules load_rules_cached(const std::filesystem::path& file, const std::file
   const std::string name = "assess-rules-" + digest + ".bin";
   rejected = false;
   if (auto payload = cache::read_entry(dir.get(), name, kMagic, digest, rejected)) {
-    if (auto set = RuleSet::deserialize(*payload)) {
+    if (auto set = RuleSet::deserialize(payload->payload())) {
       if (settled) cache::write_entry(dir.get(), link_name, kLinkMagic, id, digest);
       return CachedRules{std::move(*set), CacheUse::hit, {}};
     }
