@@ -389,12 +389,9 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   }
   if (c == '[') {
     if (prim_.active) {
-      Frame f;
-      f.kind = FrameKind::subscript;
-      f.line = prim_.line;
-      f.callee = std::move(prim_.val);
+      ArgInfo base = std::move(prim_.val);
       prim_.active = false;
-      push_frame(std::move(f));
+      if (Frame* f = push_frame(FrameKind::subscript, prim_.line)) f->callee = std::move(base);
     } else {
       push(FrameKind::list, line);
     }

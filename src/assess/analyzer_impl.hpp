@@ -153,7 +153,8 @@ class Analyzer {
 
   void push_call(uint32_t line);
 
-  void push_frame(Frame&& f);
+  // The new top frame, or nullptr past kMaxFrames (only counted).
+  Frame* push_frame(FrameKind k, uint32_t line);
 
   // Moves the finished primary into the current argument of the top frame.
   void flush();
