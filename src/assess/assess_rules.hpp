@@ -96,8 +96,9 @@ class RuleSet {
   // Parses and validates a rules file; throws sandboxrun::Error naming the file, the rule
   // and the key on any mistake.
   static RuleSet load(const std::filesystem::path& file);
-  // The rules file's text; throws sandboxrun::Error naming the file when it cannot be read.
-  static std::string read(const std::filesystem::path& file);
+  // The rules file's text (read from `fd` when it is open, else opened by name); throws
+  // sandboxrun::Error naming the file when it cannot be read.
+  static std::string read(const std::filesystem::path& file, int fd = -1);
   // Parses and validates rules text read from `file` (named in errors).
   static RuleSet parse(const std::filesystem::path& file, const std::string& text);
 

@@ -247,9 +247,9 @@ Pattern Pattern::deferred(std::string text, RegexPrefilter filter) {
   return p;
 }
 
-std::string RuleSet::read(const std::filesystem::path& file) {
+std::string RuleSet::read(const std::filesystem::path& file, int fd) {
   try {
-    return read_file(file.string());
+    return fd >= 0 ? read_fd(fd, SIZE_MAX, file.string()) : read_file(file.string());
   } catch (const Error& e) {
     throw Error(file.string() + ": cannot read the assessor rules file", "check the rules: key in security.yaml",
                 e.sys_errno());
@@ -316,6 +316,8 @@ void RuleSet::build_index() {
   size_t names = 0;  // sized once: rehashing while ~1,500 names go in was half of building it
   for (const Rule& r : set.rules_) names += r.names.size();
   ix.exact.reserve(names);
+  std::vector<std::pair<std::string_view, size_t>> exact_names;  // in rule order
+  exact_names.reserve(names);
   for (size_t k = 0; k < set.rules_.size(); ++k) {
     const Rule& r = set.rules_[k];
     switch (r.type) {
@@ -326,8 +328,10 @@ void RuleSet::build_index() {
             const std::string head = n.substr(0, n.find_first_of(".*"));
             const std::string key = n[head.size()] == '.' ? head : std::string();  // "*.run", "os*" under ""
             (r.type == Rule::Type::call ? ix.call_globs : ix.reference_globs)[key].emplace_back(n, k);
+          } else {
+            ++ix.exact[n].count;
+            exact_names.emplace_back(n, k);
           }
-          else ++ix.exact[n].count;
         }
         break;
       case Rule::Type::import: ix.imports.push_back(k); break;
@@ -344,14 +348,9 @@ void RuleSet::build_index() {
     run.count = 0;
   }
   ix.exact_rules.resize(at);
-  for (size_t k = 0; k < set.rules_.size(); ++k) {
-    const Rule& r = set.rules_[k];
-    if (r.type != Rule::Type::call && r.type != Rule::Type::reference) continue;
-    for (const auto& n : r.names) {
-      if (n.find('*') != std::string::npos) continue;
-      Index::Run& run = ix.exact.find(n)->second;
-      ix.exact_rules[run.first + run.count++] = k;
-    }
+  for (const auto& [n, k] : exact_names) {
+    Index::Run& run = ix.exact.find(n)->second;
+    ix.exact_rules[run.first + run.count++] = k;
   }
 }
 

@@ -10,7 +10,6 @@
 
 #include "assess/cache_io.hpp"
 #include "common/sha256.hpp"
-#include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 
 namespace sandboxrun::assess {
@@ -176,17 +175,7 @@ CachedRules load_rules_cached(const std::filesystem::path& file, const std::file
         if (auto set = RuleSet::deserialize(payload->payload())) return CachedRules{std::move(*set), CacheUse::hit, {}, true};
     }
   }
-  std::string text;
-  if (!fd) {
-    text = RuleSet::read(file);  // throws, naming the file
-  } else {
-    try {
-      text = read_fd(fd.get(), SIZE_MAX, file.string());
-    } catch (const Error& e) {
-      throw Error(file.string() + ": cannot read the assessor rules file", "check the rules: key in security.yaml",
-                  e.sys_errno());
-    }
-  }
+  const std::string text = RuleSet::read(file, fd.get());  // throws, naming the file
   struct stat after {};
   const auto changed = std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
       std::chrono::seconds(before.st_ctim.tv_sec) + std::chrono::nanoseconds(before.st_ctim.tv_nsec)));

@@ -166,7 +166,7 @@ std::string detail::sha256_raw_portable(std::string_view data) { return digest(d
 
 std::string hex_of(std::string_view raw) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(64, '0');
+  std::string out(2 * raw.size(), '0');
   for (size_t i = 0; i < raw.size(); ++i) {
     const auto b = static_cast<unsigned char>(raw[i]);
     out[2 * i] = kHex[b >> 4];

@@ -32,7 +32,7 @@ class Sha256 {
   Compress compress_;
 };
 
-// 64 lower-case hex digits of a raw digest.
+// Lower-case hex of a raw digest (two digits a byte).
 std::string hex_of(std::string_view raw);
 
 // The digest of what is left to read from `fd`, as hex; `shown` names the file in errors;

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "common/libcrypto.hpp"
+#include "common/sha256.hpp"
 #include "sandboxrun/error.hpp"
 #include "image/image_oci.hpp"
 
@@ -70,14 +71,7 @@ Digest Hasher::finish() {
   unsigned int len = 0;
   if (libcrypto().EVP_DigestFinal_ex(impl_->ctx, md.data(), &len) != 1)
     throw Error("OpenSSL: " + impl_->algorithm + " final failed");
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(len * 2);
-  for (unsigned i = 0; i < len; ++i) {
-    hex.push_back(digits[md[i] >> 4]);
-    hex.push_back(digits[md[i] & 15]);
-  }
-  return Digest{impl_->algorithm, std::move(hex)};
+  return Digest{impl_->algorithm, hex_of(std::string_view(reinterpret_cast<const char*>(md.data()), len))};
 }
 
 }  // namespace sandboxrun::image

@@ -51,6 +51,14 @@ TEST(Sha256, AgreesWithOpenSsl) {
   EXPECT_EQ(sha256_raw(big), detail::sha256_raw_portable(big));
 }
 
+// Hex of any raw digest, two digits a byte: SHA-512's 64 bytes too (image digests).
+TEST(Sha256, HexOfAnyLength) {
+  EXPECT_EQ(hex_of(std::string("\x00\xff\x1a", 3)), "00ff1a");
+  const std::string h = hex_of(std::string(64, '\xab'));
+  EXPECT_EQ(h.size(), 128u);
+  EXPECT_EQ(h.find_first_not_of("ab"), std::string::npos);
+}
+
 // Fed in pieces of every size around the block length, the digest is OpenSSL's for the whole.
 TEST(Sha256, IncrementalAgreesWithOpenSsl) {
   std::string data(5000, '\0');
