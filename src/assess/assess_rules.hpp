@@ -132,6 +132,13 @@ class RuleSet {
     std::unordered_map<std::string, std::vector<Glob>, NameHash, std::equal_to<>> call_globs, reference_globs;
     std::vector<size_t> imports, strings, combos;
     std::vector<std::vector<size_t>> detectors;  // by Detector
+    // The first two bytes of every `contains` needle of the string rules: a bit per byte pair
+    // for a quick reject, and the pairs sorted with the position in `strings` of their rule. A
+    // literal can only contain a needle whose first pair it contains, so a string rule none of
+    // whose pairs occur in it is skipped without searching (every literal met all 36 rules).
+    std::vector<uint64_t> string_pair_bits;                  // 65,536 bits; empty: no string rules
+    std::vector<uint64_t> string_unfiltered;                 // a bit per string rule with a 1-byte needle
+    std::vector<std::pair<uint16_t, uint32_t>> string_pairs;  // sorted (pair, position in strings)
   };
   const Index& index() const noexcept { return index_; }
 

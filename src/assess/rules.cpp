@@ -340,6 +340,23 @@ void RuleSet::build_index() {
       case Rule::Type::combo: ix.combos.push_back(k); break;
     }
   }
+  // Byte pairs of the string rules' needles; a rule with a one-byte needle is always searched.
+  if (!ix.strings.empty()) {
+    ix.string_pair_bits.assign(65536 / 64, 0);
+    ix.string_unfiltered.assign((ix.strings.size() + 63) / 64, 0);
+    for (uint32_t i = 0; i < ix.strings.size(); ++i)
+      for (const auto& n : set.rules_[ix.strings[i]].contains) {
+        if (n.size() < 2) {
+          ix.string_unfiltered[i / 64] |= uint64_t{1} << (i % 64);
+          continue;
+        }
+        const auto pair = static_cast<uint16_t>(static_cast<unsigned char>(n[0]) << 8 | static_cast<unsigned char>(n[1]));
+        ix.string_pair_bits[pair / 64] |= uint64_t{1} << (pair % 64);
+        ix.string_pairs.emplace_back(pair, i);
+      }
+    std::sort(ix.string_pairs.begin(), ix.string_pairs.end());
+    ix.string_pairs.erase(std::unique(ix.string_pairs.begin(), ix.string_pairs.end()), ix.string_pairs.end());
+  }
   // Each name's run of rule indexes, in rule order.
   uint32_t at = 0;
   for (auto& [name, run] : ix.exact) {
@@ -482,9 +499,21 @@ void RuleEngine::on_reference(std::string_view qual, uint32_t line) {
 }
 
 void RuleEngine::on_string(std::string_view value, uint32_t line) {
-  for (size_t k : rules_.index().strings) {
+  const RuleSet::Index& ix = rules_.index();
+  if (ix.strings.empty()) return;
+  // Which rules have a needle whose first byte pair occurs in the literal.
+  string_hits_ = ix.string_unfiltered;
+  for (size_t p = 0; p + 1 < value.size(); ++p) {
+    const auto pair =
+        static_cast<uint16_t>(static_cast<unsigned char>(value[p]) << 8 | static_cast<unsigned char>(value[p + 1]));
+    if (!(ix.string_pair_bits[pair / 64] >> (pair % 64) & 1)) continue;
+    auto it = std::lower_bound(ix.string_pairs.begin(), ix.string_pairs.end(), std::pair<uint16_t, uint32_t>{pair, 0});
+    for (; it != ix.string_pairs.end() && it->first == pair; ++it) string_hits_[it->second / 64] |= uint64_t{1} << (it->second % 64);
+  }
+  for (uint32_t i = 0; i < ix.strings.size(); ++i) {
+    const size_t k = ix.strings[i];
     const Rule& r = rules_.rules()[k];
-    if (!r.contains.empty() && !contains_any(value, r.contains)) continue;
+    if (!r.contains.empty() && (!(string_hits_[i / 64] >> (i % 64) & 1) || !contains_any(value, r.contains))) continue;
     if (r.regex && !r.regex->search(value)) continue;
     fire(k, line, "'" + readable(value) + "'");
   }

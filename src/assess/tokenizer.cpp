@@ -190,21 +190,30 @@ size_t op_length(char c1, char c2, char c3) noexcept {
 
 }  // namespace
 
-bool is_keyword(std::string_view name) noexcept {
-  // Keywords are 2..8 bytes and start with a letter from this set: reject most names early.
-  if (name.size() < 2 || name.size() > 8) return false;
-  switch (name[0]) {
-    case 'F': case 'N': case 'T': case 'a': case 'b': case 'c': case 'd': case 'e': case 'f': case 'g':
-    case 'i': case 'l': case 'n': case 'o': case 'p': case 'r': case 't': case 'w': case 'y':
-      break;
-    default:
-      return false;
+// An open-addressed table of the keywords, built at compile time: this runs for every name
+// token, and a lookup is one hash of three bytes and usually one comparison.
+constexpr size_t kKeywordSlots = 64;
+constexpr size_t keyword_hash(std::string_view k) noexcept {
+  return (static_cast<unsigned char>(k[0]) * 31u + static_cast<unsigned char>(k[k.size() - 1]) * 7u + k.size()) %
+         kKeywordSlots;
+}
+constexpr std::array<std::string_view, kKeywordSlots> kKeywordTable = [] {
+  std::array<std::string_view, kKeywordSlots> t{};
+  for (std::string_view k : kKeywords) {
+    size_t h = keyword_hash(k);
+    while (!t[h].empty()) h = (h + 1) % kKeywordSlots;
+    t[h] = k;
   }
-  // Compare only against keywords of the same length and first letter (one memcmp at most,
-  // usually none): this runs for every name token.
-  for (std::string_view k : kKeywords)
-    if (k.size() == name.size() && k[0] == name[0] && std::memcmp(k.data(), name.data(), k.size()) == 0) return true;
-  return false;
+  return t;
+}();
+
+bool is_keyword(std::string_view name) noexcept {
+  if (name.size() < 2 || name.size() > 8) return false;  // keywords are 2..8 bytes
+  for (size_t h = keyword_hash(name);; h = (h + 1) % kKeywordSlots) {
+    const std::string_view k = kKeywordTable[h];
+    if (k.empty()) return false;
+    if (k.size() == name.size() && std::memcmp(k.data(), name.data(), k.size()) == 0) return true;
+  }
 }
 
 Tokenizer::Tokenizer(std::string_view source, TokenizerLimits limits) : src_(source), limits_(limits) {

@@ -366,3 +366,28 @@ TEST(AssessRules, GlobMatch) {
   EXPECT_FALSE(glob_match("a*b", "acbd"));
   EXPECT_TRUE(glob_match("*.execute", "cursor.execute"));
 }
+
+TEST(AssessRules, StringRulesFindTheirNeedlesAnywhereInALiteral) {
+  // More than 64 string rules (the engine keeps a bit per rule), a one-byte needle, needles at
+  // the start and the end of a literal, and a rule with a regex only.
+  std::string rules = "version: 1\nrules:\n";
+  for (int i = 0; i < 70; ++i)
+    rules += "  - {id: S" + std::to_string(i) + ", severity: low, score: 1, message: m, match: {string: {contains: [\"n" +
+             std::to_string(i) + "_\", \"w" + std::to_string(i) + "w\"]}}}\n";
+  rules += "  - {id: ONE, severity: low, score: 1, message: m, match: {string: {contains: [\"q\"]}}}\n"
+           "  - {id: RE, severity: low, score: 1, message: m, match: {string: {regex: \"^zz\"}}}\n";
+  TempDir d;
+  d.write("rules.yaml", rules);
+  const auto c = load_security_config(d.write("security.yaml", "rules: rules.yaml\n"), kRoot);
+  auto fired = [&](std::string_view src) {
+    std::string ids;
+    for (const auto& f : assess_source(src, c).findings) ids += (ids.empty() ? "" : " ") + f.rule;
+    return ids;
+  };
+  EXPECT_EQ(fired("x = 'n65_'\n"), "S65");
+  EXPECT_EQ(fired("x = 'a w3w'\n"), "S3");
+  EXPECT_EQ(fired("x = 'n1_ and n69_'\n"), "S1 S69");
+  EXPECT_EQ(fired("x = 'q'\n"), "ONE");
+  EXPECT_EQ(fired("x = 'zzn7'\n"), "RE");
+  EXPECT_EQ(fired("x = 'n7'\ny = 'w3'\nz = 'Q'\n"), "");
+}

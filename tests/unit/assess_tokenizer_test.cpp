@@ -177,3 +177,16 @@ TEST(AssessTokenizer, ErrorBytesDoNotStopTokenizing) {
   for (const auto& t : v) errors += t.kind == TokKind::error;
   EXPECT_EQ(errors, 4);
 }
+
+TEST(AssessTokenizer, KeywordsAreExactlyPythonsHardKeywords) {
+  // keyword.kwlist of Python 3.11; the soft keywords (match, case, _, type) are names.
+  for (std::string_view k :
+       {"False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
+        "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda",
+        "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"})
+    EXPECT_TRUE(is_keyword(k)) << k;
+  for (std::string_view n : {"", "a", "i", "false", "none", "Fals", "Nonee", "iff", "fo", "form", "defs", "nonlocals",
+                             "yielder", "ass", "asserts", "match", "case", "_", "type", "print", "self", "exec", "eval",
+                             "wit", "whilE", "els", "elsif", "continues"})
+    EXPECT_FALSE(is_keyword(n)) << n;
+}
