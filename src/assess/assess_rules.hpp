@@ -75,12 +75,13 @@ struct Rule {
   std::vector<std::vector<std::string>> all_of;  // combo: each entry is a list of alternatives
 };
 
-// A name pattern with '*', split for a fast test: most have one star (prefix*suffix).
+// A name pattern with '*', split for a fast test: most have one star (prefix*suffix). Views of
+// the rule's own name, like the rest of the index.
 struct Glob {
-  std::string pattern, prefix, suffix;
+  std::string_view pattern, prefix, suffix;
   bool single_star = false;
   size_t rule = 0;
-  explicit Glob(std::string p, size_t r);
+  explicit Glob(std::string_view p, size_t r);
   bool match(std::string_view name) const noexcept;
 };
 
@@ -122,14 +123,18 @@ class RuleSet {
     // call + reference names without '*': views of the rules' own names, each to its run of
     // rule indexes in exact_rules (one allocation per name instead of three: the index was
     // half of the loaded rules' memory, and faulting that memory in most of a cached load).
+    // An open-addressed table (at most half full) rather than a node per name: building the
+    // nodes was half of decoding cached rules.
     struct Run {
+      std::string_view name;  // empty: a free slot (rule names are never empty)
       uint32_t first = 0, count = 0;
     };
-    std::unordered_map<std::string_view, Run, NameHash, std::equal_to<>> exact;
+    std::vector<Run> exact;  // a power of two long
     std::vector<size_t> exact_rules;
+    const Run* find_exact(std::string_view name) const noexcept;
     // Globs by the first segment of their literal prefix ("ctypes" for ctypes.*.mount); those
     // starting with '*' under "". A name only meets the globs of its own first segment.
-    std::unordered_map<std::string, std::vector<Glob>, NameHash, std::equal_to<>> call_globs, reference_globs;
+    std::unordered_map<std::string_view, std::vector<Glob>, NameHash, std::equal_to<>> call_globs, reference_globs;
     std::vector<size_t> imports, strings, combos;
     std::vector<std::vector<size_t>> detectors;  // by Detector
     // The first two bytes of every `contains` needle of the string rules: a bit per byte pair

@@ -215,7 +215,7 @@ bool glob_match(std::string_view pat, std::string_view text) noexcept {
   return p == pat.size();
 }
 
-Glob::Glob(std::string p, size_t r) : pattern(std::move(p)), rule(r) {
+Glob::Glob(std::string_view p, size_t r) : pattern(p), rule(r) {
   const size_t first = pattern.find('*'), last = pattern.rfind('*');
   single_star = first == last;
   prefix = pattern.substr(0, first);
@@ -315,8 +315,10 @@ void RuleSet::build_index() {
   ix.detectors.resize(static_cast<size_t>(Detector::count_));
   size_t names = 0;  // sized once: rehashing while ~1,500 names go in was half of building it
   for (const Rule& r : set.rules_) names += r.names.size();
-  ix.exact.reserve(names);
-  std::vector<std::pair<std::string_view, size_t>> exact_names;  // in rule order
+  size_t slots = 16;
+  while (slots < 2 * names) slots *= 2;
+  ix.exact.assign(slots, {});
+  std::vector<std::pair<uint32_t, size_t>> exact_names;  // (slot, rule) in rule order
   exact_names.reserve(names);
   for (size_t k = 0; k < set.rules_.size(); ++k) {
     const Rule& r = set.rules_[k];
@@ -325,12 +327,15 @@ void RuleSet::build_index() {
       case Rule::Type::reference:
         for (const auto& n : r.names) {
           if (n.find('*') != std::string::npos) {
-            const std::string head = n.substr(0, n.find_first_of(".*"));
-            const std::string key = n[head.size()] == '.' ? head : std::string();  // "*.run", "os*" under ""
+            const std::string_view head = std::string_view(n).substr(0, n.find_first_of(".*"));
+            const std::string_view key = n[head.size()] == '.' ? head : std::string_view();  // "*.run", "os*" under ""
             (r.type == Rule::Type::call ? ix.call_globs : ix.reference_globs)[key].emplace_back(n, k);
           } else {
-            ++ix.exact[n].count;
-            exact_names.emplace_back(n, k);
+            size_t h = NameHash{}(n) & (slots - 1);
+            while (!ix.exact[h].name.empty() && ix.exact[h].name != n) h = (h + 1) & (slots - 1);
+            ix.exact[h].name = n;
+            ++ix.exact[h].count;
+            exact_names.emplace_back(static_cast<uint32_t>(h), k);
           }
         }
         break;
@@ -359,15 +364,24 @@ void RuleSet::build_index() {
   }
   // Each name's run of rule indexes, in rule order.
   uint32_t at = 0;
-  for (auto& [name, run] : ix.exact) {
+  for (Index::Run& run : ix.exact) {
     run.first = at;
     at += run.count;
     run.count = 0;
   }
   ix.exact_rules.resize(at);
-  for (const auto& [n, k] : exact_names) {
-    Index::Run& run = ix.exact.find(n)->second;
+  for (const auto& [slot, k] : exact_names) {
+    Index::Run& run = ix.exact[slot];
     ix.exact_rules[run.first + run.count++] = k;
+  }
+}
+
+const RuleSet::Index::Run* RuleSet::Index::find_exact(std::string_view name) const noexcept {
+  if (exact.empty() || name.empty()) return nullptr;
+  const size_t mask = exact.size() - 1;
+  for (size_t h = NameHash{}(name) & mask;; h = (h + 1) & mask) {
+    if (exact[h].name.empty()) return nullptr;
+    if (exact[h].name == name) return &exact[h];
   }
 }
 
@@ -435,8 +449,8 @@ template <class Fn>
 void RuleEngine::lookup(std::string_view name, bool calls, Fn&& fn) {
   const auto& ix = rules_.index();
   auto exact = [&](std::string_view n) {
-    if (auto it = ix.exact.find(n); it != ix.exact.end())
-      for (uint32_t i = 0; i < it->second.count; ++i) fn(ix.exact_rules[it->second.first + i]);
+    if (const RuleSet::Index::Run* run = ix.find_exact(n))
+      for (uint32_t i = 0; i < run->count; ++i) fn(ix.exact_rules[run->first + i]);
   };
   exact(name);
   if (name.find('.') == std::string_view::npos)
