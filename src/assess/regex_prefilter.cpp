@@ -258,9 +258,16 @@ class Parser {
       case 'r': return literal('\r');
       case 't': return literal('\t');
       case 'v': return literal('\v');
+      case 'x': {  // \xHH: the character with that code
+        auto hex = [](char h) { return std::isxdigit(static_cast<unsigned char>(h)) != 0; };
+        if (pos_ + 2 > re_.size() || !hex(re_[pos_]) || !hex(re_[pos_ + 1])) return std::nullopt;
+        const auto code = static_cast<char>(std::stoi(std::string(re_.substr(pos_, 2)), nullptr, 16));
+        pos_ += 2;
+        return literal(code);
+      }
       default: break;
     }
-    // \1..\9 (back-references), \0, \x, \u, \c and unknown letters: not read here.
+    // \1..\9 (back-references), \0, \u, \c and unknown letters: not read here.
     if (std::isalnum(static_cast<unsigned char>(e))) return std::nullopt;
     return literal(e);  // an escaped punctuation character stands for itself
   }
@@ -297,7 +304,11 @@ RegexPrefilter regex_prefilter(std::string_view expression, bool icase) {
   if (!info) return f;
   f.min_length = info->min;
   const Info n = needs(*info);
-  f.needles.assign(n.set.begin(), n.set.end());
+  // A needle that contains another adds nothing: a text with it has the shorter one too
+  // ("sh" for "bash", "zsh" and "/sh"), and each needle left is one more search of the text.
+  for (const auto& x : n.set)
+    if (std::none_of(n.set.begin(), n.set.end(), [&](const std::string& y) { return y != x && x.find(y) != std::string::npos; }))
+      f.needles.push_back(x);
   return f;
 }
 

@@ -16,7 +16,7 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRRULES\x04";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRRULES\x05";  // bump the last byte when the encoding changes
 constexpr std::string_view kLinkMagic = "SRRLINK\x01";
 // How long ago a rules file must have last changed for its identity to be linked to its digest:
 // well above any file system's timestamp granularity.

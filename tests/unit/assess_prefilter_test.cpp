@@ -79,8 +79,19 @@ TEST(AssessPrefilter, RepetitionsAndOptionalPartsAreNeverSkippedOver) {
   EXPECT_TRUE(look.may_match("os.path"));
 }
 
+TEST(AssessPrefilter, HexEscapesAreTheirCharacterAndNeedlesHoldingAnotherAreDropped) {
+  EXPECT_EQ(filter("\\x41bc").needles, std::vector<std::string>{"Abc"});
+  EXPECT_EQ(filter("(?i)\\x41bc").needles, std::vector<std::string>{"abc"});
+  // The shipped shell-argument pattern: 15 spellings around "sh", all holding "sh".
+  const auto f = filter("(^|/|\\x1f)(ba|da|z|k)?sh(\\x1f|\\s|$)");
+  EXPECT_EQ(f.needles, std::vector<std::string>{"sh"});
+  EXPECT_TRUE(f.may_match("/bin/bash\x1f-c"));
+  EXPECT_FALSE(f.may_match("True"));
+  EXPECT_EQ(filter("(bash|sh|ash)x").needles, std::vector<std::string>{"shx"});
+}
+
 TEST(AssessPrefilter, GivesUpOnSyntaxItDoesNotRead) {
-  for (const char* re : {"(a)\\1", "\\x41bc", "[[:alpha:]]abc", "(?<=a)b", "a{2", "\\cJabc", "(?i:abc)"}) {
+  for (const char* re : {"(a)\\1", "\\x4", "\\xg1bc", "[[:alpha:]]abc", "(?<=a)b", "a{2", "\\cJabc", "(?i:abc)"}) {
     const auto f = filter(re);
     EXPECT_TRUE(f.needles.empty()) << re;
     EXPECT_EQ(f.min_length, 0u) << re;
