@@ -82,7 +82,7 @@ void Analyzer::flush() {
   Primary p = std::move(prim_);
   prim_ = Primary{};
   if (is_name_kind(p.val.kind)) {
-    p.val.text = detail::canonical(p.val.text);
+    detail::canonicalize(p.val.text);
     sink_.on_reference(p.val.text, p.line);
   } else if (p.val.kind == Kind::string && !p.method.empty()) {
     p.val.dynamic = true;  // an unread attribute of a string: 'x'.upper
@@ -524,7 +524,7 @@ void Analyzer::bind(const std::string& name, const ArgInfo& value) {
   if (symbols_.size() >= kMaxSymbols && !symbols_.count(name)) return;
   ArgInfo v = value;
   v.keyword.clear();
-  if (is_name_kind(v.kind)) v.text = detail::canonical(v.text);
+  if (is_name_kind(v.kind)) detail::canonicalize(v.text);
   if (v.kind == Kind::string && v.folded) on_string_value(v, stmt_line_, true);
   // Every use of a name copies its value: keep long constants short, and read them as
   // code once here in case they are exec'd later.

@@ -25,6 +25,10 @@ bool is_entropy_blob(std::string_view s, const AnalyzerLimits& limits) noexcept;
 
 // Canonical spelling of a qualified name: builtins.eval -> eval, posix.system -> os.system.
 std::string canonical(std::string_view qual);
+// canonical() in place, without a copy for the names it leaves as they are (most: called per
+// name token).
+void canonicalize(std::string& qual);
+bool is_canonical(std::string_view qual) noexcept;
 
 }  // namespace sandboxrun::assess::detail
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 
 #include "common/utf8.hpp"
 #include "internal.hpp"
@@ -208,6 +209,12 @@ std::optional<std::string> coding_cookie(std::string_view source) {
 // forms and surrogates included, which CPython refuses too); npos if none.
 size_t first_invalid_utf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
+    // Source is nearly all ASCII: skip it eight bytes at a time (this reads the whole file).
+    for (uint64_t w; i + 8 <= s.size(); i += 8) {
+      std::memcpy(&w, s.data() + i, 8);
+      if (w & 0x8080808080808080ULL) break;
+    }
+    if (i >= s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       ++i;
@@ -286,6 +293,8 @@ std::optional<std::string> foreign_format(std::string_view source) {
     if (end == std::string_view::npos) end = source.size();
     std::string_view l = source.substr(begin, end - begin);
     begin = end + 1;
+    // Every word below starts with one of these: most lines (indented ones) need no comparison.
+    if (l.empty() || std::string_view("fitdeswcp\"'").find(l[0]) == std::string_view::npos) continue;
     static constexpr std::array<std::string_view, 12> shell = {"fi", "then", "done", "esac", "do", "set -e",
                                                                "echo ", "export ", "wget ", "curl ", "chmod ", "cd "};
     static constexpr std::array<std::string_view, 7> python = {"import ", "from ", "def ", "class ", "print(",
@@ -311,12 +320,19 @@ bool is_entropy_blob(std::string_view s, const AnalyzerLimits& limits) noexcept 
   return shannon_entropy(s) >= limits.entropy_bits;
 }
 
+bool is_canonical(std::string_view qual) noexcept {
+  // Every rewrite in canonical() needs "__", one of these prefixes or ".os.".
+  return qual.find("__") == std::string_view::npos && !qual.starts_with("builtins.") && !qual.starts_with("posix.") &&
+         !qual.starts_with("nt.") && qual.find(".os.") == std::string_view::npos;
+}
+
+void canonicalize(std::string& qual) {
+  if (!is_canonical(qual)) qual = canonical(qual);
+}
+
 std::string canonical(std::string_view qual) {
-  // Most names have nothing to rewrite (every rewrite below needs "__", one of these prefixes
-  // or ".os."): they are returned as they are without the searches (called per name).
-  if (qual.find("__") == std::string_view::npos && !qual.starts_with("builtins.") && !qual.starts_with("posix.") &&
-      !qual.starts_with("nt.") && qual.find(".os.") == std::string_view::npos)
-    return std::string(qual);
+  // Most names have nothing to rewrite: they are returned as they are without the searches.
+  if (is_canonical(qual)) return std::string(qual);
   // __dict__ and __call__ are transparent: os.__dict__.system -> os.system
   std::string out(qual);
   for (std::string_view t : {".__dict__", ".__call__"}) {

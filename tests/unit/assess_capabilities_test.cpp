@@ -228,3 +228,17 @@ TEST(AssessCapabilities, ArchivesAndDatabasesWriteFilesButMemoryDoesNot) {
             RiskLevel::low);
   EXPECT_EQ(level("import sqlite3\nc = sqlite3.connect('app.db')\nc.execute('create table t(x)')\n"), RiskLevel::medium);
 }
+
+TEST(AssessCapabilities, TheFirstByteThatIsNotUtf8IsNamedByItsOffset) {
+  // Long ASCII runs around valid multi-byte characters, then one stray byte at each position
+  // of an eight-byte word.
+  for (size_t pad = 0; pad < 9; ++pad) {
+    const std::string src = "# " + std::string(100 + pad, 'a') + " caf\xc3\xa9 \xe2\x82\xac\n" + std::string(37, 'b') + "\xe9\n";
+    const size_t offset = src.size() - 2;
+    const Assessment a = assess_source(src, config());
+    EXPECT_EQ(a.level, RiskLevel::blocked) << pad;
+    EXPECT_TRUE(std::any_of(a.findings.begin(), a.findings.end(), [&](const Finding& f) {
+      return f.message.find("not UTF-8 at offset " + std::to_string(offset) + " ") != std::string::npos;
+    })) << pad << "\n" << a.to_json().dump(1);
+  }
+}
