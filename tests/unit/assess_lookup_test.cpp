@@ -46,4 +46,10 @@ TEST(AssessLookup, CanonicalSpellings) {
   EXPECT_EQ(canonical("subprocess.os.system"), "os.system");
   EXPECT_EQ(canonical("shutil.os.system"), "os.system");
   EXPECT_EQ(canonical("builtins."), "builtins.");
+  // In place: the same spellings.
+  for (std::string q : {"os.system", "builtins.eval", "posix.system", "subprocess.os.system", "os.__dict__.system"}) {
+    const std::string want = canonical(q);
+    assess::detail::canonicalize(q);
+    EXPECT_EQ(q, want);
+  }
 }
