@@ -132,6 +132,8 @@ class RuleSet {
     std::vector<Run> exact;  // a power of two long
     std::vector<size_t> exact_rules;
     const Run* find_exact(std::string_view name) const noexcept;
+    // The slot that holds `name`, or the free slot where it would go.
+    size_t exact_slot(std::string_view name) const noexcept;
     // Globs by the first segment of their literal prefix ("ctypes" for ctypes.*.mount); those
     // starting with '*' under "". A name only meets the globs of its own first segment.
     std::unordered_map<std::string_view, std::vector<Glob>, NameHash, std::equal_to<>> call_globs, reference_globs;

@@ -110,5 +110,7 @@ std::string string_value(const Token& tok);
 std::string fstring_middle_value(std::string_view text, bool raw);
 
 bool is_keyword(std::string_view name) noexcept;
+// The value of a hexadecimal digit (either case), or -1.
+int hex_digit(char c) noexcept;
 
 }  // namespace sandboxrun::assess

@@ -10,6 +10,8 @@
 #include <optional>
 #include <set>
 
+#include "assess/assess_tokenizer.hpp"
+
 namespace sandboxrun::assess {
 
 namespace {
@@ -259,11 +261,11 @@ class Parser {
       case 't': return literal('\t');
       case 'v': return literal('\v');
       case 'x': {  // \xHH: the character with that code
-        auto hex = [](char h) { return std::isxdigit(static_cast<unsigned char>(h)) != 0; };
-        if (pos_ + 2 > re_.size() || !hex(re_[pos_]) || !hex(re_[pos_ + 1])) return std::nullopt;
-        const auto code = static_cast<char>(std::stoi(std::string(re_.substr(pos_, 2)), nullptr, 16));
+        const int hi = pos_ < re_.size() ? hex_digit(re_[pos_]) : -1;
+        const int lo = pos_ + 1 < re_.size() ? hex_digit(re_[pos_ + 1]) : -1;
+        if (hi < 0 || lo < 0) return std::nullopt;
         pos_ += 2;
-        return literal(code);
+        return literal(static_cast<char>(hi * 16 + lo));
       }
       default: break;
     }

@@ -123,6 +123,13 @@ void parse_match(const StrictYaml& y, const YAML::Node& m, Rule& r, const std::s
   }
 }
 
+// The first two bytes at `p` as one number: the key of the string rules' pair filter.
+uint16_t byte_pair(const char* p) noexcept {
+  return static_cast<uint16_t>(static_cast<unsigned char>(p[0]) << 8 | static_cast<unsigned char>(p[1]));
+}
+void set_bit(std::vector<uint64_t>& bits, size_t i) noexcept { bits[i / 64] |= uint64_t{1} << (i % 64); }
+bool test_bit(const std::vector<uint64_t>& bits, size_t i) noexcept { return (bits[i / 64] >> (i % 64) & 1) != 0; }
+
 bool contains_any(std::string_view text, const std::vector<std::string>& needles) {
   for (const auto& n : needles)
     if (text.find(n) != std::string_view::npos) return true;
@@ -331,8 +338,7 @@ void RuleSet::build_index() {
             const std::string_view key = n[head.size()] == '.' ? head : std::string_view();  // "*.run", "os*" under ""
             (r.type == Rule::Type::call ? ix.call_globs : ix.reference_globs)[key].emplace_back(n, k);
           } else {
-            size_t h = NameHash{}(n) & (slots - 1);
-            while (!ix.exact[h].name.empty() && ix.exact[h].name != n) h = (h + 1) & (slots - 1);
+            const size_t h = ix.exact_slot(n);
             ix.exact[h].name = n;
             ++ix.exact[h].count;
             exact_names.emplace_back(static_cast<uint32_t>(h), k);
@@ -352,12 +358,11 @@ void RuleSet::build_index() {
     for (uint32_t i = 0; i < ix.strings.size(); ++i)
       for (const auto& n : set.rules_[ix.strings[i]].contains) {
         if (n.size() < 2) {
-          ix.string_unfiltered[i / 64] |= uint64_t{1} << (i % 64);
+          set_bit(ix.string_unfiltered, i);
           continue;
         }
-        const auto pair = static_cast<uint16_t>(static_cast<unsigned char>(n[0]) << 8 | static_cast<unsigned char>(n[1]));
-        ix.string_pair_bits[pair / 64] |= uint64_t{1} << (pair % 64);
-        ix.string_pairs.emplace_back(pair, i);
+        set_bit(ix.string_pair_bits, byte_pair(n.data()));
+        ix.string_pairs.emplace_back(byte_pair(n.data()), i);
       }
     std::sort(ix.string_pairs.begin(), ix.string_pairs.end());
     ix.string_pairs.erase(std::unique(ix.string_pairs.begin(), ix.string_pairs.end()), ix.string_pairs.end());
@@ -376,13 +381,17 @@ void RuleSet::build_index() {
   }
 }
 
+size_t RuleSet::Index::exact_slot(std::string_view name) const noexcept {
+  const size_t mask = exact.size() - 1;
+  size_t h = NameHash{}(name) & mask;
+  while (!exact[h].name.empty() && exact[h].name != name) h = (h + 1) & mask;
+  return h;
+}
+
 const RuleSet::Index::Run* RuleSet::Index::find_exact(std::string_view name) const noexcept {
   if (exact.empty() || name.empty()) return nullptr;
-  const size_t mask = exact.size() - 1;
-  for (size_t h = NameHash{}(name) & mask;; h = (h + 1) & mask) {
-    if (exact[h].name.empty()) return nullptr;
-    if (exact[h].name == name) return &exact[h];
-  }
+  const Run& run = exact[exact_slot(name)];
+  return run.name.empty() ? nullptr : &run;
 }
 
 // ---- engine ---------------------------------------------------------------------------------
@@ -518,16 +527,15 @@ void RuleEngine::on_string(std::string_view value, uint32_t line) {
   // Which rules have a needle whose first byte pair occurs in the literal.
   string_hits_ = ix.string_unfiltered;
   for (size_t p = 0; p + 1 < value.size(); ++p) {
-    const auto pair =
-        static_cast<uint16_t>(static_cast<unsigned char>(value[p]) << 8 | static_cast<unsigned char>(value[p + 1]));
-    if (!(ix.string_pair_bits[pair / 64] >> (pair % 64) & 1)) continue;
+    const uint16_t pair = byte_pair(value.data() + p);
+    if (!test_bit(ix.string_pair_bits, pair)) continue;
     auto it = std::lower_bound(ix.string_pairs.begin(), ix.string_pairs.end(), std::pair<uint16_t, uint32_t>{pair, 0});
-    for (; it != ix.string_pairs.end() && it->first == pair; ++it) string_hits_[it->second / 64] |= uint64_t{1} << (it->second % 64);
+    for (; it != ix.string_pairs.end() && it->first == pair; ++it) set_bit(string_hits_, it->second);
   }
   for (uint32_t i = 0; i < ix.strings.size(); ++i) {
     const size_t k = ix.strings[i];
     const Rule& r = rules_.rules()[k];
-    if (!r.contains.empty() && (!(string_hits_[i / 64] >> (i % 64) & 1) || !contains_any(value, r.contains))) continue;
+    if (!r.contains.empty() && (!test_bit(string_hits_, i) || !contains_any(value, r.contains))) continue;
     if (r.regex && !r.regex->search(value)) continue;
     fire(k, line, "'" + readable(value) + "'");
   }

@@ -82,13 +82,6 @@ void append_utf8(std::string& out, uint32_t cp) {
   }
 }
 
-int hex_digit(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // Resolves backslash escapes as Python does; `braces` also undoubles "{{" and "}}".
 std::string unescape(std::string_view s, bool raw, bool bytes, bool braces) {
   std::string out;
@@ -189,6 +182,13 @@ size_t op_length(char c1, char c2, char c3) noexcept {
 }
 
 }  // namespace
+
+int hex_digit(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
 
 // An open-addressed table of the keywords, built at compile time: this runs for every name
 // token, and a lookup is one hash of three bytes and usually one comparison.
