@@ -40,6 +40,10 @@ struct ExecutorOptions {
   std::optional<std::filesystem::path> config;
   // The audit log file; unset: the one audit.yaml names.
   std::optional<std::filesystem::path> audit_log;
+  // A caller that runs once and exits (the `sandboxrun` command): the network namespace for that
+  // run is made ahead, while the run is prepared, and no spare ones after it. Further runs still
+  // work; each then makes its own namespace in its clone.
+  bool single_run = false;
 };
 
 struct RunRequest {

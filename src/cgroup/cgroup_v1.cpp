@@ -62,6 +62,9 @@ class CgroupV1 final : public Cgroup {
   ~CgroupV1() override {
     leave_calling_thread();  // normally done already (CloneIntoCgroup)
     kill_all();
+    // Seen empty: remove the directories without each one reading its cgroup.procs again.
+    if (emptied_)
+      for (auto& d : dirs_) d->remove();
   }
 
   std::string backend() const override { return "v1"; }
@@ -73,6 +76,7 @@ class CgroupV1 final : public Cgroup {
     // part-way can always go back.
     const std::string self = read_file("/proc/thread-self/cgroup");
     hops_.clear();
+    emptied_ = false;
     for (const auto& [ctrl, dir] : hierarchies_) {
       Hop hop{ctrl, open_tasks(dir->path()), UniqueFd()};
       auto mount = plan_.v1_mounts.find(ctrl);
@@ -136,11 +140,17 @@ class CgroupV1 final : public Cgroup {
   }
 
   void kill_all() noexcept override {
+    // Once seen empty after a kill, it stays empty: only the launching thread ever enters it
+    // (enter_calling_thread, which clears this), and nothing is left inside to fork.
+    if (emptied_) return;
     std::vector<const CgroupDir*> all;
     for (const auto& d : dirs_) all.push_back(d.get());
-    if (unified_ && unified_has_kill_ && unified_->cgroup_kill() && wait_empty(all, kKillBudget)) return;
+    if (unified_ && unified_has_kill_ && unified_->cgroup_kill() && wait_empty(all, kKillBudget)) {
+      emptied_ = true;
+      return;
+    }
     if (freezer_ && freezer_->populated()) freeze_and_kill();
-    kill_until_empty(all, kKillBudget);
+    emptied_ = kill_until_empty(all, kKillBudget);
   }
 
  private:
@@ -209,6 +219,7 @@ class CgroupV1 final : public Cgroup {
   std::vector<Hop> hops_;  // while the calling thread is inside
   CgroupDir* unified_ = nullptr;
   bool unified_has_kill_ = true;
+  bool emptied_ = false;  // kill_all saw every directory empty
   CgroupDir* memory_ = nullptr;
   CgroupDir* pids_ = nullptr;
   CgroupDir* cpu_ = nullptr;

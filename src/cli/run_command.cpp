@@ -211,6 +211,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
 
   try {
     ExecutorOptions eo;
+    eo.single_run = true;
     if (opt.config) eo.config = *opt.config;
     if (opt.audit_log) eo.audit_log = *opt.audit_log;
     const auto opening = std::chrono::steady_clock::now();

@@ -200,7 +200,7 @@ Executor Executor::open(const ExecutorOptions& options) {
   }
   impl->security = security_load.get();
   impl->audit.emplace(AuditLog::open(load_audit_config(impl->cfg.dir / "audit.yaml"), options.audit_log));
-  impl->netns = std::make_unique<launch::NetnsPool>();
+  impl->netns = options.single_run ? std::make_unique<launch::NetnsPool>(1, 1) : std::make_unique<launch::NetnsPool>();
   return Executor(std::move(impl));
 }
 

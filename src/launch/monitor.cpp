@@ -192,7 +192,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
   auto next_sample = Clock::now() + interval;
 
   DeniedListener denied(out.denied);
-  bool pid1_exited = false, status_known = false, timed_out = false;
+  bool pid1_exited = false, status_known = false, timed_out = false, sampled_at_exit = false;
   int killed_by_signal = 0;
   int wait_status = 0;
   std::string setup_error;
@@ -304,8 +304,9 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
         pid1_exited = true;
         exit_seen = Clock::now();
         if (in.active()) in.finish();  // no reader is left
-        sample();
         if (cgroup) cgroup->kill_all();  // stragglers that escaped the pid namespace cannot exist; belt and braces
+        sample();
+        sampled_at_exit = true;
       }
     }
     now = Clock::now();
@@ -346,7 +347,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
       status_known = true;
     }
   }
-  if (cgroup) merge_usage(out.usage, cgroup->sample());
+  if (cgroup && !sampled_at_exit) merge_usage(out.usage, cgroup->sample());
   out.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
   using std::chrono::microseconds;
   if (exec_seen != Clock::time_point{}) {

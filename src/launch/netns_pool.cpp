@@ -24,8 +24,8 @@ UniqueFd make_namespace(int home) {
 
 }  // namespace
 
-NetnsPool::NetnsPool(size_t size) : size_(size) {
-  if (::geteuid() != 0 || size_ == 0) return;
+NetnsPool::NetnsPool(size_t size, size_t budget) : size_(size), budget_(budget) {
+  if (::geteuid() != 0 || size_ == 0 || budget_ == 0) return;
   thread_ = std::thread([this] { fill(); });
 }
 
@@ -59,6 +59,7 @@ void NetnsPool::fill() {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [this] { return stop_ || ready_.size() < size_; });
       if (stop_) return;
+      if (budget_ != kUnlimited) --budget_;
     }
     UniqueFd ns = make_namespace(home.get());
     // A host that refuses once refuses again (no CAP_SYS_ADMIN, user.max_net_namespaces):
@@ -66,6 +67,7 @@ void NetnsPool::fill() {
     if (!ns) return;
     std::lock_guard lock(mu_);
     ready_.push_back(std::move(ns));
+    if (budget_ == 0) return;
   }
 }
 

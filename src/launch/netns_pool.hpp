@@ -17,9 +17,12 @@ namespace sandboxrun::launch {
 // initial user namespace, so that the sandbox's root has no capability over it, where a namespace
 // made in the clone belongs to the sandbox's own user namespace. Root only: without
 // CAP_SYS_ADMIN on the host the pool stays empty and every clone makes its own.
+// `budget` caps how many it makes in all: a one-run caller (the CLI) asks for exactly one, since
+// every namespace made and never used costs as much again to tear down.
 class NetnsPool {
  public:
-  explicit NetnsPool(size_t size = 2);
+  static constexpr size_t kUnlimited = static_cast<size_t>(-1);
+  explicit NetnsPool(size_t size = 2, size_t budget = kUnlimited);
   ~NetnsPool();
   NetnsPool(const NetnsPool&) = delete;
   NetnsPool& operator=(const NetnsPool&) = delete;
@@ -35,6 +38,7 @@ class NetnsPool {
   void fill();
 
   const size_t size_;
+  size_t budget_;  // namespaces still to make; guarded by mu_
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<UniqueFd> ready_;

@@ -89,6 +89,16 @@ TEST(NetnsPool, HandsOutFreshNamespacesWithOnlyLoUp) {
   EXPECT_EQ(inode_of("/proc/thread-self/ns/net"), home);
 }
 
+// A one-run caller (the CLI) pays for one namespace, not for spares made after its run that are
+// torn down unused when it exits.
+TEST(NetnsPool, ABudgetOfOneMakesOneNamespaceAndNoSpare) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the pool makes namespaces only as root (CAP_SYS_ADMIN on the host)";
+  launch::NetnsPool pool(1, 1);
+  ASSERT_TRUE(take_within_seconds(pool, 10)) << "the pool made no namespace";
+  pool.replenish();
+  EXPECT_FALSE(take_within_seconds(pool, 1)) << "the pool made a namespace past its budget";
+}
+
 // Through the Executor: every run in a namespace of its own, with localhost working; from the
 // second run on, one made ahead (owned by the host's user namespace, so the sandbox's
 // NS_GET_USERNS on it is refused), and the caller's thread back in its own namespace.
