@@ -113,6 +113,9 @@ class AuditLog {
   // Stores `code` as <log dir>/objects/<sha256> (once; atomic rename) and returns its identity.
   // With store_code: false only the identity is computed (stored: false).
   CodeRef store_code(std::string_view code, std::string name);
+  // The identity store_code gives, without storing: a caller that stores later (store_file with
+  // code = true) must do so before a record naming it is written.
+  CodeRef code_ref(std::string_view code, std::string name) const;
   // Stores a job file (an --input, a collected output) whose SHA-256 is `sha256`, when
   // store_files (store_code for `code`, e.g. a .py input) says so; returns whether it did. Mark
   // the manifest entry "stored" with it. Objects are durable before the next record is written.
@@ -124,6 +127,13 @@ class AuditLog {
   // `run_id`. nullopt for the first version, or without store_code.
   std::optional<CodeDiff> track_version(const std::optional<std::string>& caller, const std::string& name,
                                         std::string_view code, const std::string& run_id);
+  // track_version in its two steps, for a caller that records the new latest version once the
+  // program has started (it only feeds the next run's diff_from; the write, a rename over the
+  // old entry, costs a block allocation on ext4): the diff, read only, then the new latest.
+  std::optional<CodeDiff> version_diff(const std::optional<std::string>& caller, const std::string& name,
+                                       std::string_view code) const;
+  void set_latest_version(const std::optional<std::string>& caller, const std::string& name,
+                          const std::string& sha256, const std::string& run_id);
 
   // Deletes the objects no record of the log's files names and that were not modified within
   // `grace` (a run stores its objects shortly before the records naming them), and appends a

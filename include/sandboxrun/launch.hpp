@@ -56,6 +56,9 @@ struct LaunchRequest {
   // record durable. If it throws, the sandbox is killed before the payload exists and the error
   // propagates. May be empty.
   std::function<void()> before_exec;
+  // Called once on the launcher's thread when the payload's execve succeeded: work that must not
+  // delay the program and need not precede it. Must not throw. May be empty.
+  std::function<void()> after_exec;
   // As root: the id slot claimed by the caller (to audit it before the launch). Unset: the
   // launcher claims one itself for the run.
   std::shared_ptr<const IdSlot> id_slot;

@@ -554,8 +554,12 @@ bool AuditLog::claim_run_id(const std::string& id) {
   return audit::claim_run_id(m.path, id);
 }
 
+CodeRef AuditLog::code_ref(std::string_view code, std::string name) const {
+  return CodeRef{std::move(name), audit::sha256_hex(code), code.size(), impl_->cfg.store_code};
+}
+
 CodeRef AuditLog::store_code(std::string_view code, std::string name) {
-  CodeRef ref{std::move(name), audit::sha256_hex(code), code.size(), impl_->cfg.store_code};
+  CodeRef ref = code_ref(code, std::move(name));
   if (ref.stored) impl_->put_object(code, ref.sha256);
   return ref;
 }
@@ -566,11 +570,28 @@ bool AuditLog::store_file(std::string_view data, const std::string& sha256, bool
   return true;
 }
 
+namespace {
+std::string version_key(const std::optional<std::string>& caller) {
+  return caller ? "caller:" + *caller : "uid:" + std::to_string(::getuid());
+}
+}  // namespace
+
 std::optional<CodeDiff> AuditLog::track_version(const std::optional<std::string>& caller, const std::string& name,
                                                 std::string_view code, const std::string& run_id) {
   if (!impl_->cfg.store_code) return std::nullopt;
-  const std::string key = caller ? "caller:" + *caller : "uid:" + std::to_string(::getuid());
-  return audit::track_version(audit::objects_dir(impl_->path), key, name, code, run_id);
+  return audit::track_version(audit::objects_dir(impl_->path), version_key(caller), name, code, run_id);
+}
+
+std::optional<CodeDiff> AuditLog::version_diff(const std::optional<std::string>& caller, const std::string& name,
+                                               std::string_view code) const {
+  if (!impl_->cfg.store_code) return std::nullopt;
+  return audit::diff_from_latest(audit::objects_dir(impl_->path), version_key(caller), name, code);
+}
+
+void AuditLog::set_latest_version(const std::optional<std::string>& caller, const std::string& name,
+                                  const std::string& sha256, const std::string& run_id) {
+  if (!impl_->cfg.store_code) return;
+  audit::write_version(audit::objects_dir(impl_->path), version_key(caller), name, {sha256, run_id});
 }
 
 ObjectPruneResult AuditLog::prune_objects(std::chrono::seconds grace) {

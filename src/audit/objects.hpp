@@ -78,10 +78,13 @@ std::optional<VersionEntry> read_version(const std::filesystem::path& objects, c
 void write_version(const std::filesystem::path& objects, const std::string& key, const std::string& name,
                    const VersionEntry& entry);
 
-// The previous version of script `name` run for `key` (see read_version), diffed against `code`,
-// whose object is then recorded as the latest version, by `run_id`. The previous object's mtime
-// is refreshed before it is read, as put_object does, so that a prune keeps it for run_start's
-// diff_from. No previous version, or its object gone or altered: no diff.
+// The previous version of script `name` run for `key` (see read_version), diffed against `code`.
+// The previous object's mtime is refreshed before it is read, as put_object does, so that a
+// prune keeps it for run_start's diff_from. No previous version, or its object gone or altered:
+// no diff.
+std::optional<CodeDiff> diff_from_latest(const std::filesystem::path& objects, const std::string& key,
+                                         const std::string& name, std::string_view code);
+// diff_from_latest, then `code`'s object is recorded as the latest version, by `run_id`.
 std::optional<CodeDiff> track_version(const std::filesystem::path& objects, const std::string& key,
                                       const std::string& name, std::string_view code, const std::string& run_id);
 

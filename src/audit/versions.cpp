@@ -114,8 +114,8 @@ std::string read_object(const std::filesystem::path& objects, const std::string&
   return data;
 }
 
-std::optional<CodeDiff> track_version(const std::filesystem::path& objects, const std::string& key,
-                                      const std::string& name, std::string_view code, const std::string& run_id) {
+std::optional<CodeDiff> diff_from_latest(const std::filesystem::path& objects, const std::string& key,
+                                         const std::string& name, std::string_view code) {
   std::optional<CodeDiff> diff;
   if (auto prev = read_version(objects, key, name)) {
     const UniqueFd dir = open_if_there(objects);
@@ -131,6 +131,12 @@ std::optional<CodeDiff> track_version(const std::filesystem::path& objects, cons
       }
     }
   }
+  return diff;
+}
+
+std::optional<CodeDiff> track_version(const std::filesystem::path& objects, const std::string& key,
+                                      const std::string& name, std::string_view code, const std::string& run_id) {
+  std::optional<CodeDiff> diff = diff_from_latest(objects, key, name, code);
   write_version(objects, key, name, {sha256_hex(code), run_id});
   return diff;
 }

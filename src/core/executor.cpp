@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -108,6 +110,7 @@ json network_to_json(const net::EgressProxy& proxy) {
 }  // namespace
 
 struct Executor::Impl {
+  class RunRecords;
   SandboxConfig cfg;
   SecurityConfig security;
   HostResources host;
@@ -141,6 +144,7 @@ struct Executor::Impl {
     std::lock_guard lock(audit_mu);
     return audit->claim_run_id(id);
   }
+  CodeRef code_ref(std::string_view code, const std::string& name) const { return audit->code_ref(code, name); }
   CodeRef store_code(std::string_view code, const std::string& name) const {
     std::lock_guard lock(audit_mu);
     return audit->store_code(code, name);
@@ -149,9 +153,17 @@ struct Executor::Impl {
     std::lock_guard lock(audit_mu);
     return audit->store_file(data, sha256, code);
   }
-  std::optional<CodeDiff> track_version(const RunRequest& req, const RunResult& r) const {
+  std::optional<CodeDiff> version_diff(const RunRequest& req, const RunResult& r) const {
     std::lock_guard lock(audit_mu);
-    return audit->track_version(r.caller, req.name, req.code, r.run_id);
+    return audit->version_diff(r.caller, req.name, req.code);
+  }
+  void set_latest_version(const RunRequest& req, RunResult& r, const std::string& sha256) const {
+    try {
+      std::lock_guard lock(audit_mu);
+      audit->set_latest_version(r.caller, req.name, sha256, r.run_id);
+    } catch (const Error& e) {
+      r.warnings.push_back("audit: the next run of " + req.name + " will not diff against this one: " + e.describe());
+    }
   }
 
   // The script and every .py input, assessed: the most severe verdict wins, and an input's
@@ -166,7 +178,32 @@ struct Executor::Impl {
                            std::vector<bool>& stored) const;
   // Launches the prepared request and records what happened.
   void launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
-                         UniqueFd out_dir, std::chrono::steady_clock::time_point entered) const;
+                         RunRecords& log, UniqueFd out_dir, std::chrono::steady_clock::time_point entered) const;
+};
+
+// One run's audit records, in order. The steps up to run_start may wait (defer): the launcher
+// takes them while the sandbox sets itself up (before_exec), before it releases the payload, and
+// any record appended earlier takes them first, so the log's order is the order of events and
+// no program starts unrecorded. A step is dropped only once it succeeded.
+class Executor::Impl::RunRecords {
+ public:
+  RunRecords(const Impl& im, const RunResult& r) : im_(im), r_(r) {}
+  void defer(std::function<void()> step) { pending_.push_back(std::move(step)); }
+  void defer_record(std::string event, json fields) {
+    defer([this, event = std::move(event), fields = std::move(fields)] { im_.append(event, r_, fields); });
+  }
+  void flush() {
+    for (; !pending_.empty(); pending_.pop_front()) pending_.front()();
+  }
+  uint64_t append(const std::string& event, json fields) {
+    flush();
+    return im_.append(event, r_, std::move(fields));
+  }
+
+ private:
+  const Impl& im_;
+  const RunResult& r_;
+  std::deque<std::function<void()>> pending_;
 };
 
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -176,6 +213,8 @@ Executor::~Executor() = default;
 
 Executor Executor::open(const ExecutorOptions& options) {
   auto impl = std::make_unique<Impl>();
+  // Started first: its first namespace (~0.5 ms) is made while the configuration loads.
+  impl->netns = options.single_run ? std::make_unique<launch::NetnsPool>(1, 1) : std::make_unique<launch::NetnsPool>();
   const std::filesystem::path config_file =
       find_config(options.config ? std::optional<std::string>(options.config->string()) : std::nullopt);
   const std::filesystem::path config_dir = config_file.parent_path();
@@ -200,7 +239,6 @@ Executor Executor::open(const ExecutorOptions& options) {
   }
   impl->security = security_load.get();
   impl->audit.emplace(AuditLog::open(load_audit_config(impl->cfg.dir / "audit.yaml"), options.audit_log));
-  impl->netns = options.single_run ? std::make_unique<launch::NetnsPool>(1, 1) : std::make_unique<launch::NetnsPool>();
   return Executor(std::move(impl));
 }
 
@@ -260,7 +298,7 @@ void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchR
 }
 
 void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
-                                       UniqueFd out_dir, std::chrono::steady_clock::time_point entered) const {
+                                       RunRecords& log, UniqueFd out_dir, std::chrono::steady_clock::time_point entered) const {
   const SandboxSpec& spec = *r.spec;
   std::unique_ptr<net::EgressProxy> proxy;
   launch.on_proxy_socket = [&](UniqueFd listen_fd) {
@@ -277,15 +315,21 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
                 {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
                 {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
                 {"overridden", r.decision.overridden}, {"inputs", records_to_json(r.inputs, inputs_stored)}};
-  if (std::optional<CodeDiff> diff = track_version(req, r)) start["diff_from"] = *diff;
   if (launch.id_slot) start["id_slot"] = core::id_slot_to_json(launch.id_slot->info());
-  append("run_start", r, std::move(start), /*durable=*/false);
-  // The record must be on disk before any untrusted code runs, but the sync (an fdatasync, ~5 ms)
-  // need not delay the sandbox's setup: the launcher holds the payload back until it is done.
-  launch.before_exec = [this] {
+  log.defer([this, &req, &r, start = std::move(start)]() mutable {
+    if (std::optional<CodeDiff> diff = version_diff(req, r)) start["diff_from"] = *diff;
+    append("run_start", r, std::move(start));
+  });
+  // The records must be on disk before any untrusted code runs, but writing them and the sync
+  // (an fdatasync, ~5 ms on some disks) need not delay the sandbox's setup: the launcher holds
+  // the payload back until they are done.
+  launch.before_exec = [this, &log] {
+    log.flush();
     std::lock_guard lock(audit_mu);
     audit->sync();
   };
+  // Only the next run's diff_from reads it: written once this program runs.
+  launch.after_exec = [this, &req, &r, sha = code.value("sha256", "")] { set_latest_version(req, r, sha); };
   r.prepare = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered);
   const UniqueFd prepared_netns = netns->take();  // empty: the clone makes one
   launch.netns_fd = prepared_netns.get();
@@ -303,7 +347,7 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
     const net::ProxyCounters c = proxy->counters();
     net_summary = {{"allowed", c.allowed}, {"denied", c.denied}};
     for (const auto& rec : proxy->records())
-      append("network", r,
+      log.append("network",
              {{"code", code}, {"host", rec.host}, {"port", rec.port}, {"address", rec.address},
               {"verdict", net::to_string(rec.verdict)}, {"reason", rec.reason},
               {"bytes_up", rec.bytes_up}, {"bytes_down", rec.bytes_down}});
@@ -318,9 +362,9 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   for (const auto& d : o.degradations) r.warnings.push_back("degraded: " + d);
   r.warnings.insert(r.warnings.end(), o.warnings.begin(), o.warnings.end());
   if (o.status == RunStatus::oom || o.status == RunStatus::timeout)
-    append("limit", r, {{"code", code}, {"kind", to_string(o.status)}});
+    log.append("limit", {{"code", code}, {"kind", to_string(o.status)}});
   if (o.usage.pids_max_hits > 0)
-    append("limit", r, {{"code", code}, {"kind", "pids"}, {"refused_forks", o.usage.pids_max_hits}});
+    log.append("limit", {{"code", code}, {"kind", "pids"}, {"refused_forks", o.usage.pids_max_hits}});
   json end = {{"code", code}, {"status", to_string(o.status)}, {"exit_code", o.exit_code},
               {"duration_ms", o.duration.count()}, {"resources", core::resources_to_json(o.usage)},
               {"cgroup", o.cgroup_backend}};
@@ -336,9 +380,9 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   }
   if (json denied = core::denied_to_json(o.denied, r.network); !denied.is_null()) {
     denied["code"] = code;
-    append("denied", r, std::move(denied));
+    log.append("denied", std::move(denied));
   }
-  r.audit_seq = append("run_end", r, std::move(end));
+  r.audit_seq = log.append("run_end", std::move(end));
 }
 
 void Executor::Impl::collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir,
@@ -420,11 +464,15 @@ RunResult Executor::run(const RunRequest& req) const {
     return r;
   }
   const Assessment& a = r.assessment;
-  const json code = im.store_code(req.code, req.name);
+  // Stored and recorded when the next record is written, or while the sandbox sets itself up.
+  Impl::RunRecords log(im, r);
+  const CodeRef ref = im.code_ref(req.code, req.name);
+  const json code = ref;
+  if (ref.stored) log.defer([&im, &req, sha = ref.sha256] { im.store_file(req.code, sha, /*code=*/true); });
   const json findings = a.to_json()["findings"];
   json assessed = {{"code", code}, {"level", to_string(a.level)}, {"score", a.score}, {"findings", findings}};
   if (!input_code.empty()) assessed["input_code"] = input_code;
-  im.append("assessment", r, std::move(assessed));
+  log.defer_record("assessment", std::move(assessed));
 
   // An override that the verdict needs must pass the policy, or the run is refused here.
   if (req.override_reason && !steer_trust(a.level, r.decision.requested, false, im.security))
@@ -435,8 +483,8 @@ RunResult Executor::run(const RunRequest& req) const {
       r.exit_code = exit_code::blocked;
       r.error = "override refused: " + *why;
       const std::string_view given = std::string_view(*req.override_reason).substr(0, OverridePolicy::kMaxReasonBytes);
-      r.audit_seq = im.append("override_refused", r,
-                              {{"code", code}, {"reason", given}, {"uid", ::getuid()}, {"why", *why},
+      r.audit_seq = log.append("override_refused",
+                               {{"code", code}, {"reason", given}, {"uid", ::getuid()}, {"why", *why},
                                {"level", to_string(a.level)}, {"trust_requested", to_string(r.decision.requested)}});
       return r;
     }
@@ -444,16 +492,15 @@ RunResult Executor::run(const RunRequest& req) const {
   if (r.decision.refused()) {
     r.status = RunStatus::blocked;
     r.exit_code = exit_code::blocked;
-    r.audit_seq = im.append("blocked", r,
-                            {{"code", code}, {"level", to_string(a.level)}, {"score", a.score},
+    r.audit_seq = log.append("blocked",
+                             {{"code", code}, {"level", to_string(a.level)}, {"score", a.score},
                              {"trust_requested", to_string(r.decision.requested)}});
     return r;
   }
   r.decision.overridden = req.override_reason && !steer_trust(a.level, r.decision.requested, false, im.security);
   if (r.decision.overridden)
-    im.append("override", r,
-              {{"code", code}, {"reason", *req.override_reason}, {"uid", ::getuid()}, {"level", to_string(a.level)},
-               {"trust_used", to_string(*r.decision.used)}});
+    log.defer_record("override", {{"code", code}, {"reason", *req.override_reason}, {"uid", ::getuid()},
+                                  {"level", to_string(a.level)}, {"trust_used", to_string(*r.decision.used)}});
   if (*r.decision.used != r.decision.requested)
     r.warnings.push_back("assessment " + std::string(to_string(a.level)) + " (score " + std::to_string(a.score) +
                          "): running as " + to_string(*r.decision.used) + " instead of " +
@@ -471,7 +518,7 @@ RunResult Executor::run(const RunRequest& req) const {
       core::DepsInputs in{im.cfg, im.host, untrusted, r.run_id, r.image_digest, req.requirements,
                           req.requirements_origin, [&](json ev) {
                             ev["code"] = code;
-                            im.append("deps", r, std::move(ev));
+                            log.append("deps", std::move(ev));
                           }};
       deps_hold = core::provide_deps(in, launch.spec, r.deps);
       r.spec = launch.spec;
@@ -481,11 +528,11 @@ RunResult Executor::run(const RunRequest& req) const {
     r.status = RunStatus::error;
     r.exit_code = exit_code::setup_failed;
     r.error = e.describe();
-    r.audit_seq = im.append("run_end", r,
-                            {{"code", code}, {"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
+    r.audit_seq = log.append("run_end",
+                             {{"code", code}, {"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
     return r;
   }
-  im.launch_and_record(req, r, launch, code, std::move(out_dir), entered);
+  im.launch_and_record(req, r, launch, code, log, std::move(out_dir), entered);
   return r;
 }
 

@@ -87,7 +87,8 @@ struct ChildPlan {
   std::string test_bind_target;
 
   // fds (already open in the parent; inherited by the fork-like clone).
-  int sync_read = -1;    // parent writes one byte once ids and cgroup are in place
+  int go_event = -1;     // eventfd the parent writes once ids and cgroup are in place
+  int sync_read = -1;    // socket: 'E' once the payload may start; EOF if the parent died
   int error_write = -1;  // ChildError; O_CLOEXEC so a successful execve closes it
   int status_write = -1; // pid 1 writes the payload's wait status here
   int control_write = -1;// unix socket to pass fds (proxy listening socket, /work) to the parent

@@ -2,6 +2,7 @@
 // child, monitor. RAII owns every fd, the cgroup and the child (killed if we unwind).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -243,6 +244,8 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   int sync_pair[2] = {-1, -1};
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync_pair) != 0) throw_errno("socketpair for the release channel");
   Pipe sync{UniqueFd(sync_pair[0]), UniqueFd(sync_pair[1])};
+  UniqueFd go_event(::eventfd(0, EFD_CLOEXEC));
+  if (!go_event) throw_errno("eventfd for the first release");
   Pipe error = make_pipe();
   Pipe status = make_pipe();
   Pipe out_pipe = make_pipe();
@@ -269,6 +272,7 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   }
   UniqueFd notify_read(nv[0]), notify_write(nv[1]);
 
+  plan.go_event = go_event.get();
   plan.sync_read = sync.read.get();
   plan.error_write = error.write.get();
   plan.status_write = status.write.get();
@@ -303,12 +307,13 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
 
   if (slot) launch::write_slot_id_maps(child.pid, slot->info(), spec.uid, spec.gid);
   else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
-  // Two releases: 'G' lets pid 1 set itself up, 'E' lets it start the payload. Between them the
-  // caller's before_exec runs, overlapping the sandbox's setup. The write end stays open while we
-  // live: pid 1 reads EOF if the launcher dies before either.
-  // A failed send means pid 1 is already gone: the monitor reports why (its error pipe).
-  const char go = 'G', exec = 'E';
-  if (::send(sync.write.get(), &go, 1, MSG_NOSIGNAL) == 1) {
+  // Two releases: the eventfd lets pid 1 set itself up, 'E' lets it start the payload. Between
+  // them the caller's before_exec runs, overlapping the sandbox's setup. The socket's write end
+  // stays open while we live: pid 1 reads EOF if the launcher dies before either. A failed send
+  // means pid 1 is already gone: the monitor reports why (its error pipe).
+  const uint64_t go = 1;
+  const char exec = 'E';
+  if (::write(go_event.get(), &go, sizeof go) == sizeof go) {
     if (req.before_exec) req.before_exec();
     ::send(sync.write.get(), &exec, 1, MSG_NOSIGNAL);
   }

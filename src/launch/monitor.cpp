@@ -268,6 +268,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
         kill_sandbox();
       } else if (got == 0) {
         exec_seen = Clock::now();
+        if (req.after_exec) req.after_exec();
       }
       fds.error_read.reset();  // EOF: the payload's execve succeeded
     }

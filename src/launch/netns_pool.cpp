@@ -26,6 +26,7 @@ UniqueFd make_namespace(int home) {
 
 NetnsPool::NetnsPool(size_t size, size_t budget) : size_(size), budget_(budget) {
   if (::geteuid() != 0 || size_ == 0 || budget_ == 0) return;
+  making_ = true;  // from now on: a take() may wait for the thread's first one
   thread_ = std::thread([this] { fill(); });
 }
 
@@ -40,34 +41,59 @@ NetnsPool::~NetnsPool() {
 
 UniqueFd NetnsPool::take() {
   UniqueFd ns;
-  {
-    std::lock_guard lock(mu_);
-    if (ready_.empty()) return ns;
-    ns = std::move(ready_.front());
-    ready_.pop_front();
+  std::unique_lock lock(mu_);
+  // The rest of one being made takes less than a whole one made in the clone: wait for it, one
+  // taker at a time (others make their own).
+  if (ready_.empty() && making_ && waiting_ == 0) {
+    ++waiting_;
+    cv_.wait(lock, [this] { return !ready_.empty() || !making_; });
+    --waiting_;
   }
+  if (ready_.empty()) return ns;
+  ns = std::move(ready_.front());
+  ready_.pop_front();
   return ns;
 }
 
 void NetnsPool::replenish() { cv_.notify_all(); }
 
 void NetnsPool::fill() {
+  // Whatever ends this thread, no take() may wait for it any longer.
+  struct Done {
+    NetnsPool& pool;
+    ~Done() {
+      {
+        std::lock_guard lock(pool.mu_);
+        pool.making_ = false;
+      }
+      pool.cv_.notify_all();
+    }
+  } done{*this};
   const UniqueFd home(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!home) return;
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || ready_.size() < size_; });
+      if (!stop_ && ready_.size() >= size_) {
+        making_ = false;
+        cv_.wait(lock, [this] { return stop_ || ready_.size() < size_; });
+      }
       if (stop_) return;
+      making_ = true;
       if (budget_ != kUnlimited) --budget_;
     }
     UniqueFd ns = make_namespace(home.get());
     // A host that refuses once refuses again (no CAP_SYS_ADMIN, user.max_net_namespaces):
     // the pool stays empty and each clone makes its own, which reports the host's error.
     if (!ns) return;
-    std::lock_guard lock(mu_);
-    ready_.push_back(std::move(ns));
-    if (budget_ == 0) return;
+    bool spent = false;
+    {
+      std::lock_guard lock(mu_);
+      ready_.push_back(std::move(ns));
+      spent = budget_ == 0;
+    }
+    cv_.notify_all();
+    if (spent) return;
   }
 }
 

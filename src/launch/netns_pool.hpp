@@ -28,7 +28,8 @@ class NetnsPool {
   NetnsPool& operator=(const NetnsPool&) = delete;
 
   // A ready namespace (an fd of it, to setns), or an empty fd when none is ready or this host
-  // cannot make them: the caller then has the clone make one.
+  // cannot make them: the caller then has the clone make one. When none is ready but one is
+  // being made, the first caller waits for that one.
   UniqueFd take();
   // Makes up for the namespaces taken, in the background. Called when a run is over rather than
   // at take(): making one while a sandbox sets itself up would compete with it for the CPUs.
@@ -39,6 +40,8 @@ class NetnsPool {
 
   const size_t size_;
   size_t budget_;  // namespaces still to make; guarded by mu_
+  bool making_ = false;  // the thread is making one; guarded by mu_
+  size_t waiting_ = 0;   // take() calls waiting for it; guarded by mu_
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<UniqueFd> ready_;

@@ -4,6 +4,7 @@
 // It is non-dumpable, so the payload cannot open /proc/1/exe (runc CVE-2019-5736), /proc/1/mem
 // or /proc/1/environ; the launcher's argv and environment strings are wiped as well.
 #include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -99,8 +100,14 @@ void child_main(const ChildPlan& plan) {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
-  char go = 0;
-  if (::read(plan.sync_read, &go, 1) != 1) ::_exit(125);  // the launcher gave up before the start
+  // The first release is an eventfd: a socket write wakes its reader on the writer's CPU (a
+  // "sync" wakeup, for a writer about to sleep), but the launcher goes on working (before_exec)
+  // while we set up, and the two would share one CPU. The socket readable first is EOF: the
+  // launcher gave up before the start.
+  pollfd wait_for[2] = {{plan.go_event, POLLIN, 0}, {plan.sync_read, POLLIN, 0}};
+  while (::poll(wait_for, 2, -1) < 0)
+    if (errno != EINTR) ::_exit(125);
+  if (!(wait_for[0].revents & POLLIN)) ::_exit(125);
   if (!enter_id_slot(plan)) ::_exit(125);
 
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {

@@ -1,11 +1,14 @@
 // The library API as a service uses it: one Executor, many runs, from many threads at once.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "harness.hpp"
@@ -107,6 +110,71 @@ TEST(Executor, RunsAndReportsTypedResults) {
   EXPECT_EQ(e.exit_code, exit_code::setup_failed);
   EXPECT_NE(e.error.find("no-such-image-here"), std::string::npos) << e.error;
   EXPECT_EQ(ex.run(req).exit_code, 4);
+}
+
+// The events of one run in the audit log, in order.
+std::vector<std::string> events_of(const std::string& log, const std::string& run_id) {
+  std::vector<std::string> events;
+  std::istringstream in(sandboxrun::testing::read_text(log));
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("run_id", "") == run_id) events.push_back(j.value("event", ""));
+  }
+  return events;
+}
+
+// The records before the payload (assessment, override, run_start) and the code object are
+// written while the sandbox sets itself up; they must all be in the log before the program's
+// first line runs. The program says it started on a pipe, then waits while the log is read.
+TEST(Executor, ThePayloadStartsOnlyAfterItsRecordsAndCodeAreWritten) {
+  TempDir d;
+  const std::string log = d.path() + "/audit.log";
+  Executor ex = Executor::open({.config = write_config(d), .audit_log = log});
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  UniqueFd rd(p[0]), wr(p[1]);
+  RunRequest req;
+  req.code = "import sys, time\nprint('started', flush=True)\ntime.sleep(3)\n";
+  req.trust = Trust::untrusted;
+  req.capture = false;
+  req.stdout_fd = wr.get();
+  req.run_id = new_run_id();
+  std::vector<std::string> seen;
+  bool object_there = false;
+  std::thread reader([&] {
+    char buf[16] = {};
+    if (::read(rd.get(), buf, sizeof buf) <= 0) return;
+    seen = events_of(log, *req.run_id);
+    std::error_code ec;  // no objects directory yet: nothing stored
+    for (const auto& e : std::filesystem::directory_iterator(d.path() + "/objects", ec))
+      if (sandboxrun::testing::read_text(e.path().string()) == req.code) object_there = true;
+  });
+  RunResult r = ex.run(req);
+  wr.reset();
+  reader.join();
+  EXPECT_EQ(r.status, RunStatus::exited) << r.error;
+  EXPECT_EQ(seen, (std::vector<std::string>{"assessment", "run_start"})) << "records missing when the program started";
+  EXPECT_TRUE(object_there) << "the code object was not stored when the program started";
+  EXPECT_EQ(events_of(log, *req.run_id), (std::vector<std::string>{"assessment", "run_start", "run_end"}));
+}
+
+// A launch that fails before the program starts still leaves its records, in order.
+TEST(Executor, ALaunchThatFailsEarlyKeepsTheRecordsInOrder) {
+  TempDir d;
+  const std::string log = d.path() + "/audit.log";
+  Executor ex = Executor::open({.config = write_config(d), .audit_log = log});
+  const std::string image = d.path() + "/no-python";
+  for (const char* dir : {"proc", "dev", "tmp", "run", "work", "usr/bin"})
+    std::filesystem::create_directories(image + "/" + dir);
+  RunRequest req;
+  req.code = "print(1)\n";
+  req.trust = Trust::untrusted;
+  req.image = image;
+  req.run_id = new_run_id();
+  RunResult r = ex.run(req);
+  EXPECT_EQ(r.status, RunStatus::error);
+  EXPECT_NE(r.error.find("interpreter"), std::string::npos) << r.error;
+  EXPECT_EQ(events_of(log, *req.run_id), (std::vector<std::string>{"assessment", "run_start", "run_end"}));
 }
 
 // A service calls run() from many threads at once; every result must be its own, and nothing
