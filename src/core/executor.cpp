@@ -218,27 +218,30 @@ Executor Executor::open(const ExecutorOptions& options) {
   const std::filesystem::path config_file =
       find_config(options.config ? std::optional<std::string>(options.config->string()) : std::nullopt);
   const std::filesystem::path config_dir = config_file.parent_path();
-  // The assessor's rules (the largest file) load on a second thread while this one reads
-  // sandbox.yaml and compiles the seccomp profiles.
-  auto security_load = std::async(std::launch::async, [config_dir] {
-    return load_security_config(config_dir / "security.yaml", install_paths().data_dir);
-  });
-  impl->cfg = load_sandbox_config(config_file);
-  impl->host = probe_host_resources();
-  const std::filesystem::path cache_root = default_cache_root();
-  const std::filesystem::path seccomp_cache = cache_root.empty() ? cache_root : cache_root / "seccomp";
-  for (Trust t : kTrustLevels) {
-    const std::filesystem::path profile = resolve_spec(impl->cfg, t, {}, impl->host).seccomp_profile;
-    if (impl->profiles.count(profile)) continue;
-    CompiledProfile& c = impl->profiles[profile];
-    try {
-      c.program = load_or_compile_seccomp_profile(profile, SeccompContext{}, seccomp_cache);
-    } catch (const Error&) {
-      c.error = std::current_exception();
+  // Two threads: sandbox.yaml, the seccomp programs and the audit log on a second one; the
+  // assessor's rules on this one, since decoding them allocates the most and this thread's heap
+  // grows in large steps where a second thread's grows a page at a time (an mprotect each).
+  Impl& im = *impl;
+  auto sandbox_load = std::async(std::launch::async, [&im, &options, config_file] {
+    im.cfg = load_sandbox_config(config_file);
+    im.host = probe_host_resources();
+    const std::filesystem::path cache_root = default_cache_root();
+    const std::filesystem::path seccomp_cache = cache_root.empty() ? cache_root : cache_root / "seccomp";
+    for (Trust t : kTrustLevels) {
+      const std::filesystem::path profile = resolve_spec(im.cfg, t, {}, im.host).seccomp_profile;
+      if (im.profiles.count(profile)) continue;
+      CompiledProfile& c = im.profiles[profile];
+      try {
+        c.program = load_or_compile_seccomp_profile(profile, SeccompContext{}, seccomp_cache);
+      } catch (const Error&) {
+        c.error = std::current_exception();
+      }
     }
-  }
-  impl->security = security_load.get();
-  impl->audit.emplace(AuditLog::open(load_audit_config(impl->cfg.dir / "audit.yaml"), options.audit_log));
+    im.audit.emplace(AuditLog::open(load_audit_config(im.cfg.dir / "audit.yaml"), options.audit_log));
+  });
+  // An error here still waits for the other thread (the future's destructor) before it leaves.
+  im.security = load_security_config(config_dir / "security.yaml", install_paths().data_dir);
+  sandbox_load.get();
   return Executor(std::move(impl));
 }
 
