@@ -22,15 +22,6 @@ std::string canonical(const nlohmann::json& j) {
 
 namespace {
 
-constexpr char kHexDigits[] = "0123456789abcdef";
-
-void to_hex(const unsigned char* bytes, size_t n, char* out) {
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = kHexDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kHexDigits[bytes[i] & 0xf];
-  }
-}
-
 [[noreturn]] void openssl_fail(const char* what) {
   throw Error(std::string("OpenSSL: ") + what + " failed",
               "check that libcrypto is installed and supports SHA-256/HMAC");
@@ -92,7 +83,7 @@ HexDigest RecordHasher::digest(std::string_view a, std::string_view b) {
     std::memcpy(raw, d.data(), 32);
   }
   HexDigest out;
-  to_hex(raw, 32, out.data());
+  hex_into(std::string_view(reinterpret_cast<const char*>(raw), 32), out.data());
   return out;
 }
 
@@ -165,7 +156,8 @@ bool append_escaped(std::string& out, std::string_view s) {
       case '\r': out.append("\\r", 2); break;
       case '\t': out.append("\\t", 2); break;
       default: {
-        const char esc[6] = {'\\', 'u', '0', '0', kHexDigits[c >> 4], kHexDigits[c & 0xf]};
+        char esc[6] = {'\\', 'u', '0', '0'};
+        hex_into(std::string_view(reinterpret_cast<const char*>(&c), 1), esc + 4);
         out.append(esc, 6);
       }
     }

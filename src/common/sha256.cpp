@@ -164,14 +164,18 @@ std::string sha256_raw(std::string_view data) { return digest(data, Sha256::best
 
 std::string detail::sha256_raw_portable(std::string_view data) { return digest(data, compress_portable); }
 
-std::string hex_of(std::string_view raw) {
+void hex_into(std::string_view raw, char* out) noexcept {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(2 * raw.size(), '0');
   for (size_t i = 0; i < raw.size(); ++i) {
     const auto b = static_cast<unsigned char>(raw[i]);
     out[2 * i] = kHex[b >> 4];
     out[2 * i + 1] = kHex[b & 0xf];
   }
+}
+
+std::string hex_of(std::string_view raw) {
+  std::string out(2 * raw.size(), '0');
+  hex_into(raw, out.data());
   return out;
 }
 

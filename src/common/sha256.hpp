@@ -34,6 +34,8 @@ class Sha256 {
 
 // Lower-case hex of a raw digest (two digits a byte).
 std::string hex_of(std::string_view raw);
+// The same into `out` (2 * raw.size() chars, no terminator), for callers that keep it in place.
+void hex_into(std::string_view raw, char* out) noexcept;
 
 // The digest of what is left to read from `fd`, as hex; `shown` names the file in errors;
 // `bytes`, when given, grows by the bytes read.
