@@ -218,11 +218,12 @@ Executor Executor::open(const ExecutorOptions& options) {
   const std::filesystem::path config_file =
       find_config(options.config ? std::optional<std::string>(options.config->string()) : std::nullopt);
   const std::filesystem::path config_dir = config_file.parent_path();
-  // Two threads: sandbox.yaml, the seccomp programs and the audit log on a second one; the
-  // assessor's rules on this one, since decoding them allocates the most and this thread's heap
-  // grows in large steps where a second thread's grows a page at a time (an mprotect each).
+  // Two threads: sandbox.yaml and the seccomp programs on a second one; the assessor's rules,
+  // then the audit log, on this one. The rules go here since decoding them allocates the most,
+  // and this thread's heap grows in large steps where a second thread's grows a page at a time
+  // (an mprotect each); the audit log follows them to even out the two threads.
   Impl& im = *impl;
-  auto sandbox_load = std::async(std::launch::async, [&im, &options, config_file] {
+  auto sandbox_load = std::async(std::launch::async, [&im, config_file] {
     im.cfg = load_sandbox_config(config_file);
     im.host = probe_host_resources();
     const std::filesystem::path cache_root = default_cache_root();
@@ -237,10 +238,10 @@ Executor Executor::open(const ExecutorOptions& options) {
         c.error = std::current_exception();
       }
     }
-    im.audit.emplace(AuditLog::open(load_audit_config(im.cfg.dir / "audit.yaml"), options.audit_log));
   });
   // An error here still waits for the other thread (the future's destructor) before it leaves.
   im.security = load_security_config(config_dir / "security.yaml", install_paths().data_dir);
+  im.audit.emplace(AuditLog::open(load_audit_config(config_dir / "audit.yaml"), options.audit_log));
   sandbox_load.get();
   return Executor(std::move(impl));
 }
