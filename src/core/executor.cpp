@@ -133,11 +133,11 @@ struct Executor::Impl {
   }
 
   // Every record of a run carries who it is for.
-  uint64_t append(const std::string& event, const RunResult& r, json fields, bool durable = false) const {
+  uint64_t append(const std::string& event, const RunResult& r, json fields) const {
     if (r.caller) fields["caller"] = *r.caller;
     if (!r.labels.empty()) fields["labels"] = r.labels;
     std::lock_guard lock(audit_mu);
-    return audit->append(event, r.run_id, std::move(fields), durable);
+    return audit->append(event, r.run_id, std::move(fields));
   }
   // Claims the run id in the audit log's index: false when a record or an earlier claim has it.
   bool claim_run_id(const std::string& id) const {
