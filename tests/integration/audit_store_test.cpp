@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "common/sha256.hpp"
 #include "harness.hpp"
@@ -32,11 +31,8 @@ std::string run_id_of(const Exec& e) {
 
 // The run_start record of a run.
 nlohmann::json run_start(const TempDir& d, const std::string& run_id) {
-  std::istringstream in(read_text(d.path() + "/log/audit.log"));
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
+  for (auto& j : sandboxrun::testing::audit_records(d.path() + "/log/audit.log"))
     if (j["event"] == "run_start" && j["run_id"] == run_id) return j;
-  }
   return {};
 }
 

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "harness.hpp"
@@ -115,11 +114,8 @@ TEST(Executor, RunsAndReportsTypedResults) {
 // The events of one run in the audit log, in order.
 std::vector<std::string> events_of(const std::string& log, const std::string& run_id) {
   std::vector<std::string> events;
-  std::istringstream in(sandboxrun::testing::read_text(log));
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.value("run_id", "") == run_id) events.push_back(j.value("event", ""));
-  }
+  for (const auto& j : sandboxrun::testing::audit_records(log))
+    if (j.value("run_id", "") == run_id) events.push_back(j.value("event", ""));
   return events;
 }
 

@@ -171,6 +171,13 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+std::vector<nlohmann::json> audit_records(const std::string& log) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(read_text(log));
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 namespace {
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {

@@ -61,6 +61,8 @@ std::string read_request_target(int fd);
 
 // The whole file as text (empty when it cannot be read).
 std::string read_text(const std::string& path);
+// The records of audit log `log`, in order; a line that is not JSON throws.
+std::vector<nlohmann::json> audit_records(const std::string& log);
 
 // Copies the project's config/ (sandbox, security, audit) into dir with every relative path made
 // absolute, replacing the security.yaml keys given in `security_extra` (appended YAML), and

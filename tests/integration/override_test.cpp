@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,11 +25,8 @@ const char* kDormantBomb = "import os\nif False:\n    while True:\n        os.fo
 // The audit records of one event, parsed.
 std::vector<nlohmann::json> records(const std::string& log, const std::string& event) {
   std::vector<nlohmann::json> out;
-  std::istringstream in(read_text(log));
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.value("event", "") == event) out.push_back(j);
-  }
+  for (auto& j : sandboxrun::testing::audit_records(log))
+    if (j.value("event", "") == event) out.push_back(std::move(j));
   return out;
 }
 
