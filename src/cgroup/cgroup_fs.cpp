@@ -192,9 +192,15 @@ bool wait_empty(const std::vector<const CgroupDir*>& dirs, std::chrono::millisec
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return false;
     if (events) {
+      // The kernel sends at most one cgroup.events notification per 10 ms per file and delays
+      // the next one to the end of that window: a cgroup that empties within 10 ms of its last
+      // change (a short run, a kill right after the clone) would sleep out the window. Wake
+      // early on the event, else re-read after a short, growing interval.
       pollfd p{events.get(), POLLPRI, 0};
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
-      ::poll(&p, 1, static_cast<int>(std::clamp<int64_t>(left, 1, 10)));
+      const auto step = std::chrono::microseconds(50) * (int64_t{1} << std::min(round, 8));
+      const auto wait = std::min<std::chrono::nanoseconds>({deadline - now, step, std::chrono::milliseconds(10)});
+      const timespec ts{0, static_cast<long>(wait.count())};
+      ::ppoll(&p, 1, &ts, nullptr);
       char buf[256];
       (void)!::pread(events.get(), buf, sizeof buf, 0);  // re-arm
     } else {
