@@ -100,4 +100,29 @@ std::unique_ptr<Cgroup> create_cgroup(const std::string& run_id, const Limits& l
                                       std::string* degraded_reason = nullptr,
                                       std::vector<std::string>* warnings = nullptr);
 
+// The host's side of run cgroups, worked out once: the backend and parent directories (read
+// from /proc/self/mountinfo and the cgroup files), this process's owner tag, the parents made
+// and stale runs swept. create_cgroup does all of that on every call; a long-lived caller keeps
+// one CgroupHost and saves it on every run. Nothing here throws at construction: a host that
+// cannot give cgroups says so on create(), as create_cgroup does. Thread-safe.
+class CgroupHost {
+ public:
+  explicit CgroupHost(const CgroupSettings& settings);
+  ~CgroupHost();
+  CgroupHost(const CgroupHost&) = delete;
+  CgroupHost& operator=(const CgroupHost&) = delete;
+
+  const CgroupSettings& settings() const noexcept;
+  // create_cgroup's contract. Stale runs of dead launchers are swept again at most every
+  // kSweepInterval; a parent removed under the host is made again.
+  std::unique_ptr<Cgroup> create(const std::string& run_id, const Limits& limits,
+                                 std::string* degraded_reason = nullptr,
+                                 std::vector<std::string>* warnings = nullptr) const;
+  static constexpr int kSweepIntervalSeconds = 10;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 }  // namespace sandboxrun

@@ -67,6 +67,9 @@ struct LaunchRequest {
   // keeps it open until run_sandbox returns and never hands it to another run. -1: the clone
   // makes a new namespace.
   int netns_fd = -1;
+  // The host's cgroup side, worked out once by a long-lived caller (the Executor's). Used when
+  // its settings are the spec's; unset or different: the launcher works it out for this run.
+  std::shared_ptr<const CgroupHost> cgroup_host;
 };
 
 // blocked: the assessor refused the file and nothing was launched.

@@ -46,6 +46,7 @@ struct LimitAdjustment {
 struct CgroupSettings {
   std::string parent;           // configured parent (v2 path relative to the mount, or v1 name); empty = auto
   bool allow_degraded = false;  // run untrusted code without enforced memory/pids limits
+  bool operator==(const CgroupSettings&) const = default;
 };
 
 struct NetworkSettings {

@@ -1,5 +1,6 @@
-// Cost of a run's cgroup: create_cgroup (sweep + mkdirs + limits) and destruction, empty and
-// with one process added and killed. Prints medians; used by scripts/bench.sh.
+// Cost of a run's cgroup: create_cgroup (probe + sweep + mkdirs + limits), the same through a
+// CgroupHost (mkdirs + limits), and destruction, empty and with one process added and killed.
+// Prints medians; used by scripts/bench.sh.
 //   sandboxrun_cgroup_bench [ROUNDS]
 #include <signal.h>
 #include <sys/wait.h>
@@ -44,9 +45,10 @@ int main(int argc, char** argv) {
   limits.pids = 64;
   limits.cpus = 1;
   CgroupSettings settings;
-  std::vector<double> create, destroy, with_process;
+  std::vector<double> create, destroy, with_process, hosted_create;
   std::string backend;
   try {
+    const CgroupHost host(settings);
     for (int i = 0; i < rounds; ++i) {
       std::string id = "bench-" + std::to_string(::getpid()) + "-" + std::to_string(i);
       auto t0 = Clock::now();
@@ -56,6 +58,12 @@ int main(int argc, char** argv) {
       cg.reset();
       auto t2 = Clock::now();
       create.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      // Through a CgroupHost (the Executor's way): the probe, parents and sweep done once.
+      auto p0 = Clock::now();
+      auto hosted = host.create(id + "-h", limits);
+      auto p1 = Clock::now();
+      hosted.reset();
+      hosted_create.push_back(std::chrono::duration<double, std::micro>(p1 - p0).count());
       destroy.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
 
       // The launcher's sequence: create, place a waiting child, kill it, destroy.
@@ -72,8 +80,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("cgroup backend %s, %d rounds: create median %.0f us, destroy median %.0f us, "
-              "create+place+kill+destroy median %.0f us\n",
-              backend.c_str(), rounds, median_us(create), median_us(destroy), median_us(with_process));
+              "create+place+kill+destroy median %.0f us; create through a CgroupHost median %.0f us\n",
+              backend.c_str(), rounds, median_us(create), median_us(destroy), median_us(with_process), median_us(hosted_create));
   if (backend != "v1") return 0;
 
   // Placing a fresh child after a quiet spell (long enough for the kernel's migration lock to go

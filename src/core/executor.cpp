@@ -122,6 +122,8 @@ struct Executor::Impl {
   // Network namespaces made between runs (as root): a run's clone enters one instead of
   // making its own, the costliest part of the clone.
   std::unique_ptr<launch::NetnsPool> netns;
+  // The host's cgroup side (probe, parents, sweep), worked out at open instead of every run.
+  std::shared_ptr<const CgroupHost> cgroups;
 
   const SeccompProgram& profile(const std::filesystem::path& path) const {
     auto it = profiles.find(path);
@@ -226,6 +228,7 @@ Executor Executor::open(const ExecutorOptions& options) {
   auto sandbox_load = std::async(std::launch::async, [&im, config_file] {
     im.cfg = load_sandbox_config(config_file);
     im.host = probe_host_resources();
+    im.cgroups = std::make_shared<const CgroupHost>(im.cfg.cgroup);
     const std::filesystem::path cache_root = default_cache_root();
     const std::filesystem::path seccomp_cache = cache_root.empty() ? cache_root : cache_root / "seccomp";
     for (Trust t : kTrustLevels) {
@@ -337,6 +340,7 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   r.prepare = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered);
   const UniqueFd prepared_netns = netns->take();  // empty: the clone makes one
   launch.netns_fd = prepared_netns.get();
+  launch.cgroup_host = cgroups;
   try {
     r.outcome = run_sandbox(launch);
   } catch (const Error& e) {

@@ -224,7 +224,10 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
 
   std::string degraded_reason;
   auto cgroup_started = std::chrono::steady_clock::now();
-  std::unique_ptr<Cgroup> cgroup = create_cgroup(req.run_id, spec.limits, spec.cgroup, &degraded_reason, &out.warnings);
+  std::unique_ptr<Cgroup> cgroup =
+      req.cgroup_host && req.cgroup_host->settings() == spec.cgroup
+          ? req.cgroup_host->create(req.run_id, spec.limits, &degraded_reason, &out.warnings)
+          : create_cgroup(req.run_id, spec.limits, spec.cgroup, &degraded_reason, &out.warnings);
   out.timings.cgroup = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - cgroup_started);
   out.cgroup_backend = cgroup ? cgroup->backend() : "none (degraded)";
   if (cgroup) out.degradations = cgroup->degradations();
