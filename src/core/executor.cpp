@@ -221,14 +221,22 @@ Executor Executor::open(const ExecutorOptions& options) {
       find_config(options.config ? std::optional<std::string>(options.config->string()) : std::nullopt);
   const std::filesystem::path config_dir = config_file.parent_path();
   // Two threads: sandbox.yaml and the seccomp programs on a second one; the assessor's rules,
-  // then the audit log, on this one. The rules go here since decoding them allocates the most,
-  // and this thread's heap grows in large steps where a second thread's grows a page at a time
-  // (an mprotect each); the audit log follows them to even out the two threads.
+  // the audit log, then the cgroup host (which needs sandbox.yaml's settings) on this one. The
+  // rules go here since decoding them allocates the most, and this thread's heap grows in large
+  // steps where a second thread's grows a page at a time (an mprotect each); the rest is split
+  // to even out the two threads.
   Impl& im = *impl;
-  auto sandbox_load = std::async(std::launch::async, [&im, config_file] {
-    im.cfg = load_sandbox_config(config_file);
+  std::promise<void> cfg_loaded;  // declared first: outlives the thread that sets it
+  std::future<void> cfg_ready = cfg_loaded.get_future();
+  auto sandbox_load = std::async(std::launch::async, [&im, &cfg_loaded, config_file] {
+    try {
+      im.cfg = load_sandbox_config(config_file);
+    } catch (...) {
+      cfg_loaded.set_exception(std::current_exception());
+      throw;
+    }
+    cfg_loaded.set_value();  // im.cfg is not written again
     im.host = probe_host_resources();
-    im.cgroups = std::make_shared<const CgroupHost>(im.cfg.cgroup);
     const std::filesystem::path cache_root = default_cache_root();
     const std::filesystem::path seccomp_cache = cache_root.empty() ? cache_root : cache_root / "seccomp";
     for (Trust t : kTrustLevels) {
@@ -245,6 +253,13 @@ Executor Executor::open(const ExecutorOptions& options) {
   // An error here still waits for the other thread (the future's destructor) before it leaves.
   im.security = load_security_config(config_dir / "security.yaml", install_paths().data_dir);
   im.audit.emplace(AuditLog::open(load_audit_config(config_dir / "audit.yaml"), options.audit_log));
+  bool cfg_ok = true;
+  try {
+    cfg_ready.get();
+  } catch (...) {
+    cfg_ok = false;  // sandbox_load.get() rethrows it
+  }
+  if (cfg_ok) im.cgroups = std::make_shared<const CgroupHost>(im.cfg.cgroup);
   sandbox_load.get();
   return Executor(std::move(impl));
 }
