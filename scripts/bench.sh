@@ -38,7 +38,10 @@ sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 # $work: written into the image, it would be checked against the host's files (the image's
 # sitecustomize.py is a symlink to /etc/python3.11/), so every sandboxed run would then find it
 # stale and compile sitecustomize again (~0.8 ms a start). The peers must not see the variable.
+# Bare python3 must be free to write that cache (the warm-up runs fill it): with a prefix, it
+# reads byte code from there alone, and without writes it would compile every module each run.
 export PYTHONPYCACHEPREFIX="$work/pycache"
+unset PYTHONDONTWRITEBYTECODE
 bwrap_args=(--unshare-all --die-with-parent --new-session --cap-drop ALL --uid 1000 --gid 1000
             --unsetenv PYTHONPYCACHEPREFIX
             --ro-bind "$rootfs" / --proc /proc --dev /dev --tmpfs /tmp --hostname sandbox)
