@@ -97,7 +97,7 @@ for name, ms in res.items():
     print("  %-32s %7.2f ms %8.2fx %7.2f ms" % (name, ms, ms / bwrap, ms - bare))
 print("  targets: sandboxrun CLI <= 1.00x bwrap (now %.2fx); service overhead <= half of bwrap's "
       "(%.2f vs %.2f ms)" % (res["sandboxrun"] / bwrap, res["sandboxrun Executor (service)"] - bare, (bwrap - bare) / 2))
-print("  Executor phases (median of the rounds' medians): open %.2f ms (config, rules, seccomp: once per service), "
+print("  Executor phases (median of the rounds' medians): open %.2f ms (config, rules, seccomp, cgroup probe: once per service), "
       "prepare %.2f, cgroup %.2f, spawn %.2f, payload %.2f, teardown %.2f" % (svc["open"], svc["prepare"], svc["cgroup"],
                                                                             svc["spawn"], svc["payload"], svc["teardown"]))
 per_round = []
