@@ -92,9 +92,7 @@ TEST_F(CgroupHostLive, StaleRunsOfDeadLaunchersAreSweptWhenTheHostIsMade) {
     ::raise(SIGKILL);  // no destructor runs
   }
   report.write.reset();
-  std::string msg;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(report.read.get(), buf, sizeof buf)) > 0;) msg.append(buf, static_cast<size_t>(n));
+  const std::string msg = read_fd(report.read.get(), 1 << 20, "the killed launcher's report");
   ::waitpid(launcher, nullptr, 0);
   const auto stale = split(msg);
   ASSERT_FALSE(stale.empty());
