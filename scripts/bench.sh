@@ -46,6 +46,40 @@ bwrap_args=(--unshare-all --die-with-parent --new-session --cap-drop ALL --uid 1
             --unsetenv PYTHONPYCACHEPREFIX
             --ro-bind "$rootfs" / --proc /proc --dev /dev --tmpfs /tmp --hostname sandbox)
 
+# Byte code in the image that no longer matches its source, as the sandbox sees the files (an
+# absolute symlink resolves inside the image): python compiles such a module again on every start,
+# since the image is read-only there. Says so, because it slows every sandbox alike but not bare.
+stale_bytecode() {
+  python3 - "$rootfs" <<'PY'
+import glob, os, struct, sys
+root = sys.argv[1]
+def inside(path):  # resolve symlinks the way the sandbox would, with `root` as /
+    rel = os.path.relpath(path, root)
+    for _ in range(40):
+        full = os.path.join(root, rel)
+        if not os.path.islink(full):
+            return full
+        target = os.readlink(full)
+        rel = os.path.normpath(target.lstrip("/") if target.startswith("/") else os.path.join(os.path.dirname(rel), target))
+    return None
+stale = []
+for pyc in glob.glob(root + "/usr/lib/python3*/**/__pycache__/*.pyc", recursive=True):
+    name = os.path.basename(pyc).split(".")[0] + ".py"
+    src = inside(os.path.join(os.path.dirname(os.path.dirname(pyc)), name))
+    if not src or not os.path.exists(src):
+        continue
+    with open(pyc, "rb") as f:
+        head = f.read(16)
+    flags, mtime, size = struct.unpack("<III", head[4:16])
+    st = os.stat(src)
+    if flags == 0 and (mtime != int(st.st_mtime) & 0xFFFFFFFF or size != st.st_size & 0xFFFFFFFF):
+        stale.append(os.path.relpath(pyc, root))
+if stale:
+    print("  WARNING: %d byte-code file(s) in the image are stale, so every sandboxed start compiles them"
+          " again (scripts/build-image.sh --rebuild): %s" % (len(stale), ", ".join(stale[:3])))
+PY
+}
+
 startup() {
   # Rounds of one hyperfine run over every command, then the Executor: a drift of the machine
   # (this VM's speed wanders by tens of percent over minutes) lands on every command alike, so
@@ -55,6 +89,7 @@ startup() {
   : >"$work/empty.py"
   echo "== startup: python3 running an empty file, $((per * rounds)) runs each in $rounds interleaved rounds, medians; ratios to bwrap from the same rounds"
   local bundle="$work/bundle" have_crun=0 have_docker=0
+  stale_bytecode
   make_crun_bundle "$bundle" /usr/bin/python3 /work/empty.py && have_crun=1
   start_docker && have_docker=1
   local -a cmds=(
