@@ -8,7 +8,7 @@ src=$(cat "$here/source_dir")
 mode=${1:-tests}
 [ $# -gt 0 ] && shift
 [ -d "$src/scripts" ] || { echo "run.sh: put the checkout at $src first (the test binaries look for it there)" >&2; exit 1; }
-cd "$src"
+cd "$src" || exit 1
 echo "== host: $(uname -sr), $(nproc) cpus; $(grep -c . /proc/self/mountinfo) mounts"
 grep cgroup /proc/self/mounts
 echo "cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null || echo none)"

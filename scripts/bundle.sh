@@ -45,6 +45,7 @@ for p in bwrap crun hyperfine; do
 done
 if command -v patchelf >/dev/null; then
   # DT_RPATH, unlike RUNPATH, also serves the libraries' own dependencies (libselinux's pcre2).
+  # shellcheck disable=SC2016 # $ORIGIN is for the dynamic loader, not the shell
   for b in "$out"/peers/bin/*; do patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$b"; done
 else
   echo "bundle: no patchelf (apt-get install patchelf); the peers use the other host's libraries"
