@@ -6,8 +6,9 @@
 # hyperfine) with the libraries they link, found through an RPATH. Run as root after
 # scripts/test.sh (which builds the tests and the image):
 #   scripts/bundle.sh DIR
-# The test binaries look for the checkout at the path they were built in, so on the other host
-# copy the checkout's tracked files and DIR to this same path, then, as root:
+# The test binaries look for the checkout at the path they were built in, and the peers for
+# their libraries in DIR, so on the other host put the checkout's tracked files and DIR at these
+# same paths, then, as root:
 #   DIR/run.sh tests [TEST-BINARY...]     # the unit and integration tests (default: all)
 #   DIR/run.sh bench [SECTION...]         # scripts/bench.sh (default: startup parallel cgroup)
 # DIR/run.sh unpacks into the checkout (build/, rootfs/default); the peers stay in DIR/peers.
@@ -41,12 +42,14 @@ for p in bwrap crun hyperfine; do
   bin=$(command -v "$p" || true)
   [ -n "$bin" ] || { echo "bundle: $p is not installed here; the bench skips it there"; continue; }
   cp "$bin" "$out/peers/bin/"
-  ldd "$bin" | awk '/=> \// { print $3 }' | grep -v '/libc\.so' | xargs -r -I{} cp -L {} "$out/peers/lib/"
+  # glibc's own libraries must match the other host's libc: those are not carried.
+  ldd "$bin" | awk '/=> \// { print $3 }' | grep -Ev '/(libc|libm|libdl|libpthread|librt)\.so' |
+    xargs -r -I{} cp -L {} "$out/peers/lib/"
 done
 if command -v patchelf >/dev/null; then
   # DT_RPATH, unlike RUNPATH, also serves the libraries' own dependencies (libselinux's pcre2).
-  # shellcheck disable=SC2016 # $ORIGIN is for the dynamic loader, not the shell
-  for b in "$out"/peers/bin/*; do patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$b"; done
+  # An absolute path, not $ORIGIN: crun runs itself again from a memfd, where $ORIGIN is "/".
+  for b in "$out"/peers/bin/*; do patchelf --force-rpath --set-rpath "$out/peers/lib" "$b"; done
 else
   echo "bundle: no patchelf (apt-get install patchelf); the peers use the other host's libraries"
 fi
