@@ -1,16 +1,15 @@
 // CgroupHost: the host's side of run cgroups worked out once (probe, parents, sweep), as the
 // Executor keeps it. Real cgroups (root needed); each test prints the backend it exercised.
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <sstream>
+#include <cstring>
 
 #include "../../src/cgroup/cgroup_impl.hpp"
+#include "cgroup_test_util.hpp"
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
@@ -19,23 +18,6 @@
 using namespace sandboxrun;
 
 namespace {
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string p; in >> p;) out.push_back(p);
-  return out;
-}
-
-bool exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-std::string unique_id(const char* tag) {
-  static std::atomic<int> n{0};
-  return std::string(tag) + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
-}
 
 class CgroupHostLive : public ::testing::Test {
  protected:
@@ -51,7 +33,7 @@ class CgroupHostLive : public ::testing::Test {
   }
   // Remembers the parents of a run's directories, to remove them at the end.
   void note_parents(const Cgroup& cg) {
-    for (const auto& p : split(cg.path())) parents_.push_back(p.substr(0, p.rfind('/')));
+    for (const auto& p : cgtest::split_paths(cg.path())) parents_.push_back(p.substr(0, p.rfind('/')));
   }
   CgroupSettings settings_;
   std::vector<std::string> parents_;
@@ -63,20 +45,16 @@ TEST_F(CgroupHostLive, RunsGetTheirLimitsAndAreRemoved) {
   Limits l;
   l.pids = 23;
   for (int i = 0; i < 3; ++i) {
-    auto cg = host.create(unique_id("host"), l);
+    auto cg = host.create(cgtest::unique_id("host"), l);
     ASSERT_TRUE(cg);
     std::printf("[backend %s] %s\n", cg->backend().c_str(), cg->path().c_str());
     note_parents(*cg);
-    bool found = false;
-    for (const auto& p : split(cg->path())) {
-      if (!exists(p + "/pids.max")) continue;
-      EXPECT_EQ(test_util::slurp_value(p + "/pids.max"), "23") << p;
-      found = true;
-    }
-    EXPECT_TRUE(found) << "no pids.max in " << cg->path();
-    const auto paths = split(cg->path());
+    const std::string pids = cgtest::dir_with(cg->path(), "pids.max");
+    ASSERT_FALSE(pids.empty()) << "no pids.max in " << cg->path();
+    EXPECT_EQ(test_util::slurp_value(pids + "/pids.max"), "23") << pids;
+    const auto paths = cgtest::split_paths(cg->path());
     cg.reset();
-    for (const auto& p : paths) EXPECT_FALSE(exists(p)) << p << " survived its run";
+    for (const auto& p : paths) EXPECT_FALSE(cgtest::exists(p)) << p << " survived its run";
   }
 }
 
@@ -87,21 +65,21 @@ TEST_F(CgroupHostLive, StaleRunsOfDeadLaunchersAreSweptWhenTheHostIsMade) {
   pid_t launcher = ::fork();
   if (launcher == 0) {
     report.read.reset();
-    auto cg = create_cgroup(unique_id("stale"), Limits{}, settings_);
+    auto cg = create_cgroup(cgtest::unique_id("stale"), Limits{}, settings_);
     (void)!::write(report.write.get(), cg->path().data(), cg->path().size());
     ::raise(SIGKILL);  // no destructor runs
   }
   report.write.reset();
   const std::string msg = read_fd(report.read.get(), 1 << 20, "the killed launcher's report");
   ::waitpid(launcher, nullptr, 0);
-  const auto stale = split(msg);
+  const auto stale = cgtest::split_paths(msg);
   ASSERT_FALSE(stale.empty());
   for (const auto& p : stale) {
-    ASSERT_TRUE(exists(p)) << p;
+    ASSERT_TRUE(cgtest::exists(p)) << p;
     parents_.push_back(p.substr(0, p.rfind('/')));
   }
   const CgroupHost host(settings_);
-  for (const auto& p : stale) EXPECT_FALSE(exists(p)) << p << " was not swept when the host was made";
+  for (const auto& p : stale) EXPECT_FALSE(cgtest::exists(p)) << p << " was not swept when the host was made";
   for (const auto& p : stale) ::rmdir(p.c_str());
 }
 
@@ -109,27 +87,27 @@ TEST_F(CgroupHostLive, StaleRunsOfDeadLaunchersAreSweptWhenTheHostIsMade) {
 // another tool) makes them again instead of failing every later run.
 TEST_F(CgroupHostLive, AParentRemovedUnderTheHostIsMadeAgain) {
   const CgroupHost host(settings_);
-  auto first = host.create(unique_id("before"), Limits{});
+  auto first = host.create(cgtest::unique_id("before"), Limits{});
   ASSERT_TRUE(first);
   note_parents(*first);
   first.reset();
   for (const auto& p : parents_) ASSERT_EQ(::rmdir(p.c_str()), 0) << p << ": " << std::strerror(errno);
   std::unique_ptr<Cgroup> again;
-  ASSERT_NO_THROW(again = host.create(unique_id("after"), Limits{}));
+  ASSERT_NO_THROW(again = host.create(cgtest::unique_id("after"), Limits{}));
   ASSERT_TRUE(again);
   std::printf("[backend %s] %s\n", again->backend().c_str(), again->path().c_str());
-  for (const auto& p : split(again->path())) EXPECT_TRUE(exists(p)) << p;
+  for (const auto& p : cgtest::split_paths(again->path())) EXPECT_TRUE(cgtest::exists(p)) << p;
 }
 
 TEST_F(CgroupHostLive, RefusesBadRunIdsAndTheSameIdTwice) {
   const CgroupHost host(settings_);
   for (const char* bad : {"", "..", "a/b", "a@1.2"}) EXPECT_THROW(host.create(bad, Limits{}), Error) << bad;
-  const std::string id = unique_id("dup");
+  const std::string id = cgtest::unique_id("dup");
   auto a = host.create(id, Limits{});
   ASSERT_TRUE(a);
   note_parents(*a);
   EXPECT_THROW(host.create(id, Limits{}), Error);
-  EXPECT_TRUE(exists(split(a->path()).front())) << "the failed twin removed ours";
+  EXPECT_TRUE(cgtest::exists(cgtest::split_paths(a->path()).front())) << "the failed twin removed ours";
 }
 
 }  // namespace

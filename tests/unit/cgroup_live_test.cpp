@@ -14,10 +14,10 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "../../src/cgroup/cgroup_impl.hpp"
+#include "cgroup_test_util.hpp"
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
@@ -64,30 +64,6 @@ class Child {
   sandboxrun::UniqueFd go_;
   bool reaped_ = false;
 };
-
-inline std::vector<std::string> split_paths(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string p; in >> p;) out.push_back(p);
-  return out;
-}
-
-inline bool exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-// The first of the cgroup's directories that has `file`.
-inline std::string dir_with(const std::string& paths, const std::string& file) {
-  for (const auto& p : split_paths(paths))
-    if (exists(p + "/" + file)) return p;
-  return {};
-}
-
-inline std::string unique_id(const char* tag) {
-  static std::atomic<int> n{0};
-  return std::string(tag) + "-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
-}
 
 }  // namespace cgtest
 
