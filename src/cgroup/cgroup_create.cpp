@@ -4,6 +4,7 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <optional>
 
 #include "cgroup_impl.hpp"
 #include "sandboxrun/error.hpp"
@@ -52,8 +53,8 @@ struct CgroupHost::State {
   Owner owner;
   std::exception_ptr setup_error;  // the probe or the owner tag failed: every create() says so
   std::mutex mu;                   // guards the rest
-  bool prepared = false;
-  std::chrono::steady_clock::time_point swept{};
+  // When the parents were last made and swept; unset: not yet, or that failed.
+  std::optional<std::chrono::steady_clock::time_point> swept;
   std::vector<std::string> warnings;  // from the construction's sweep, for the next create()
 };
 
@@ -70,7 +71,6 @@ CgroupHost::CgroupHost(const CgroupSettings& settings) : state_(std::make_unique
   if (s.plan.version == "none") return;
   try {
     prepare(s.plan, &s.warnings);
-    s.prepared = true;
     s.swept = std::chrono::steady_clock::now();
   } catch (const Error&) {
     // create() prepares again and reports the failure for its run, degraded or refused.
@@ -104,9 +104,8 @@ std::unique_ptr<Cgroup> CgroupHost::create(const std::string& run_id, const Limi
       if (warnings) warnings->insert(warnings->end(), s.warnings.begin(), s.warnings.end());
       s.warnings.clear();
       const auto now = std::chrono::steady_clock::now();
-      if (always || !s.prepared || now - s.swept >= std::chrono::seconds(kSweepIntervalSeconds)) {
+      if (always || !s.swept || now - *s.swept >= std::chrono::seconds(kSweepIntervalSeconds)) {
         prepare(plan, warnings);
-        s.prepared = true;
         s.swept = now;
       }
     };
