@@ -1,11 +1,14 @@
 #include "assess/cache_io.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <ctime>
 
 #include "common/sha256.hpp"
 
@@ -15,6 +18,12 @@ namespace {
 
 constexpr size_t kDigestHex = 64;
 constexpr size_t kMaxCacheBytes = 64u << 20;
+// Entries kept per kind (the name without its digest: "assess-config-*.bin", ...). Keys are
+// digests of their inputs, so every edit of the rules and every security.yaml at a new path
+// (a test's temporary one, a service's per-job directory) adds an entry nothing else removes.
+constexpr size_t kKeepPerKind = 16;
+// A temporary file this old was left by a writer that died before its rename.
+constexpr time_t kStaleTempSeconds = 600;
 
 // The file mapped read-only, or nullopt. Entries are replaced by rename, never rewritten in
 // place, so the bytes verified are the bytes decoded. (Only the directory's owner could
@@ -49,6 +58,49 @@ bool write_file(int dirfd, const std::string& name, const std::string& bytes) {
     return false;
   }
   return true;
+}
+
+bool is_hex_digest(std::string_view s) {
+  return s.size() == kDigestHex && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Removes the oldest entries of `kind` + digest + `suffix` beyond kKeepPerKind, never `keep`
+// (written just now: entries made within one tick of the file system's clock share a time),
+// and dead writers' temporary files. Best effort: a failure leaves files, never fails a write.
+// An entry removed while another process uses it stays readable through that mapping; one
+// removed while still wanted is only rebuilt.
+void prune(int dirfd, std::string_view kind, std::string_view suffix, const std::string& keep) {
+  UniqueFd copy(::fcntl(dirfd, F_DUPFD_CLOEXEC, 0));
+  if (!copy) return;
+  DIR* d = ::fdopendir(copy.get());
+  if (!d) return;
+  (void)copy.release();  // closedir closes it
+  ::rewinddir(d);
+  std::vector<std::pair<struct timespec, std::string>> entries;
+  const time_t now = ::time(nullptr);
+  while (const struct dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    struct stat st {};
+    const bool temp = name.starts_with(".assess-") && name.ends_with(".tmp");
+    const bool entry = name.size() == kind.size() + kDigestHex + suffix.size() && name.starts_with(kind) &&
+                       name.ends_with(suffix) && is_hex_digest(name.substr(kind.size(), kDigestHex)) && name != keep;
+    if ((!temp && !entry) || ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (temp) {
+      if (st.st_mtim.tv_sec + kStaleTempSeconds < now) ::unlinkat(::dirfd(d), e->d_name, 0);
+      continue;
+    }
+    entries.emplace_back(st.st_mtim, std::string(name));
+  }
+  if (entries.size() + 1 > kKeepPerKind) {
+    const size_t remove = entries.size() + 1 - kKeepPerKind;
+    std::partial_sort(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(remove), entries.end(),
+                      [](const auto& a, const auto& b) {
+                        return a.first.tv_sec != b.first.tv_sec ? a.first.tv_sec < b.first.tv_sec : a.first.tv_nsec < b.first.tv_nsec;
+                      });
+    for (size_t i = 0; i < remove; ++i) ::unlinkat(::dirfd(d), entries[i].second.c_str(), 0);
+  }
+  ::closedir(d);
 }
 
 }  // namespace
@@ -100,7 +152,10 @@ bool write_entry(int dirfd, const std::string& name, std::string_view magic, std
   entry.append(reinterpret_cast<const char*>(&len), sizeof len);
   entry += sha256_hex(payload);
   entry += payload;
-  return write_file(dirfd, name, entry);
+  if (!write_file(dirfd, name, entry)) return false;
+  if (const size_t at = name.find(key); key.size() == kDigestHex && at != std::string::npos)
+    prune(dirfd, std::string_view(name).substr(0, at), std::string_view(name).substr(at + kDigestHex), name);
+  return true;
 }
 
 }  // namespace sandboxrun::assess::cache

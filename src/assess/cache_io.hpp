@@ -46,6 +46,8 @@ class Entry {
 // there but failed verification.
 std::optional<Entry> read_entry(int dirfd, const std::string& name, std::string_view magic, std::string_view key,
                                 bool& rejected);
+// Writes entry `name` (which holds `key`, a hex digest) and then keeps the newest 16 entries of
+// its kind (`name` without the digest), this one always among them.
 bool write_entry(int dirfd, const std::string& name, std::string_view magic, std::string_view key,
                  std::string_view payload);
 

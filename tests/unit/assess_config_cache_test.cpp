@@ -152,3 +152,34 @@ TEST(AssessConfigCache, ADamagedEntryIsIgnored) {
   EXPECT_FALSE(assess::load_cached_settings(f.yaml, f.d.path(), kEverySetting, f.cache, cached));
   EXPECT_EQ(describe(f.load()), want);
 }
+
+// Every security.yaml at a new path adds an entry (the key includes the path): the cache keeps
+// the newest 16 of a kind, so a service that assesses with per-job configurations, or a test
+// suite, cannot fill the disk. Dead writers' temporary files go too; other files stay.
+TEST(AssessConfigCache, OldEntriesAreRemovedBeyondSixteen) {
+  Fixture f;
+  f.load();
+  // Older than anything below: entries written within one tick of the clock share a time.
+  const auto long_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  for (const auto& e : std::filesystem::directory_iterator(f.cache)) std::filesystem::last_write_time(e.path(), long_ago);
+  const auto stale_temp = f.d.write("cache/.assess-config-x.bin.99.tmp", "half");
+  const auto fresh_temp = f.d.write("cache/.assess-config-y.bin.98.tmp", "half");
+  const auto foreign = f.d.write("cache/notes.txt", "mine");
+  std::filesystem::last_write_time(stale_temp, long_ago);
+  std::filesystem::path last;
+  for (int i = 0; i < 24; ++i) {
+    last = f.d.path() / ("job" + std::to_string(i)) / "security.yaml";
+    std::filesystem::create_directories(last.parent_path());
+    std::filesystem::copy_file(f.yaml, last);
+    std::filesystem::copy_file(f.d.path() / "rules.yaml", last.parent_path() / "rules.yaml");
+    load_security_config(last, f.d.path());
+    EXPECT_LE(f.entries(), 16u) << "after " << i + 2 << " configurations";
+  }
+  EXPECT_EQ(f.entries(), 16u);
+  SecurityConfig cached;
+  EXPECT_TRUE(assess::load_cached_settings(last, f.d.path(), kEverySetting, f.cache, cached)) << "the newest entry was removed";
+  EXPECT_FALSE(assess::load_cached_settings(f.yaml, f.d.path(), kEverySetting, f.cache, cached)) << "the oldest entry was kept";
+  EXPECT_FALSE(std::filesystem::exists(stale_temp));
+  EXPECT_TRUE(std::filesystem::exists(fresh_temp)) << "a temporary file still being written was removed";
+  EXPECT_TRUE(std::filesystem::exists(foreign));
+}
