@@ -269,6 +269,11 @@ for size, target in (("1000", " (target: >= 100x, and under 5 ms)"), ("20", ""))
 PY
   echo "  own corpus (tests/fixtures/assess, labels from the policy):"
   "$bin/tests/unit_assess_corpus_test" 2>/dev/null | grep '^assess corpus' | sed 's/^/    /'
+  # The newest holdout: written from ASSESS-LEVELS.md alone, never tuned against (its README).
+  local holdout
+  holdout=$(ls -d "$root"/tests/fixtures/assess-holdout/v* | sort -V | tail -1)
+  echo "  holdout $(basename "$holdout") (tests/fixtures/assess-holdout, written without reading the rules):"
+  python3 "$root/scripts/score-assess.py" "$holdout" "$sandboxrun" | head -1 | sed 's/^/    /'
 }
 
 audit() {
