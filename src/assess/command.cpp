@@ -12,11 +12,12 @@ namespace sandboxrun {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: sandboxrun assess [--json] [--config-dir DIR] FILE.py...\n"
+    "usage: sandboxrun assess [--json] [--config-dir DIR | --config PATH] FILE.py...\n"
     "  Assess Python files without running them: LOW, MEDIUM, HIGH or BLOCKED, with findings.\n"
     "  --json            print one JSON object per file, one per line: {file, level, score, findings, notes}\n"
     "  --config-dir DIR  directory holding security.yaml (default: beside the sandbox.yaml that\n"
-    "                    `sandboxrun run` uses: $SANDBOXRUN_CONFIG, /etc/sandboxrun, the project's config/)\n";
+    "                    `sandboxrun run` uses: $SANDBOXRUN_CONFIG, /etc/sandboxrun, the project's config/)\n"
+    "  --config PATH     as `sandboxrun run --config`: a sandbox.yaml, or its directory; security.yaml is beside it\n";
 
 int usage_error(const std::string& what) {
   std::cerr << "sandboxrun assess: " << what << "\n" << kUsage;
@@ -46,6 +47,14 @@ int assess_command(const std::vector<std::string>& args) {
       config_dir = args[++i];
     } else if (!options_done && a.starts_with("--config-dir=")) {
       config_dir = a.substr(13);
+    } else if (!options_done && (a == "--config" || a.starts_with("--config="))) {
+      if (a == "--config" && i + 1 >= args.size()) return usage_error("--config needs a sandbox.yaml or its directory");
+      try {
+        config_dir = find_config(a == "--config" ? args[++i] : a.substr(9)).parent_path();
+      } catch (const Error& e) {
+        std::cerr << "sandboxrun assess: " << e.describe() << "\n";
+        return exit_code::usage;
+      }
     } else if (!options_done && a == "--") {
       options_done = true;
     } else if (!options_done && a.size() > 1 && a[0] == '-') {

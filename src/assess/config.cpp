@@ -162,7 +162,9 @@ SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
     text = read_file(security_yaml.string());
   } catch (const Error& e) {
     throw Error(security_yaml.string() + ": cannot read the security configuration",
-                "create it or point --config-dir at the directory that holds it", e.sys_errno());
+                "it belongs beside sandbox.yaml: copy the project's config/security.yaml there; `sandboxrun "
+                "assess` also takes --config-dir DIR",
+                e.sys_errno());
   }
   SecurityConfig cfg;
   const std::optional<std::filesystem::path> cache_dir = assess::default_cache_dir();

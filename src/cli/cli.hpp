@@ -16,7 +16,10 @@ int image_build_default(const std::vector<std::string>& args);
 int deps_command(const std::vector<std::string>& args);
 
 // Parses a subcommand's arguments (in order). Returns the exit status when the command must
-// stop here: 0 after --help, exit_code::usage (2) after a usage error, which CLI11 has printed.
+// stop here: 0 after --help, exit_code::usage (2) after a usage error, printed as "sandboxrun: error: ...".
 std::optional<int> parse_or_exit(CLI::App& app, const std::vector<std::string>& args);
+
+// Accepts a finite number greater than 0; the error names `what` ("seconds", "CPUs").
+CLI::Validator positive_number(const std::string& what);
 
 }  // namespace sandboxrun::cli

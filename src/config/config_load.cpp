@@ -267,13 +267,19 @@ SandboxConfig load_sandbox_config(const std::filesystem::path& file) {
 }
 
 std::filesystem::path find_config(const std::optional<std::string>& cli_path) {
-  auto pick = [](std::filesystem::path p) {
+  // A path given by the caller must hold a sandbox.yaml: anything else would only fail later,
+  // on the first file looked for beside it (security.yaml), which misleads.
+  auto pick = [](std::filesystem::path p, const char* from) {
     std::error_code ec;
     if (std::filesystem::is_directory(p, ec)) p /= "sandbox.yaml";
+    if (!std::filesystem::is_regular_file(p, ec))
+      throw Error(std::string("no sandbox.yaml at ") + p.string() + " (" + from + ")",
+                  "give the path of a sandbox.yaml or of the directory that holds it, such as the project's config/",
+                  ENOENT);
     return p;
   };
-  if (cli_path) return pick(*cli_path);
-  if (const char* env = std::getenv("SANDBOXRUN_CONFIG"); env && *env) return pick(env);
+  if (cli_path) return pick(*cli_path, "--config");
+  if (const char* env = std::getenv("SANDBOXRUN_CONFIG"); env && *env) return pick(env, "$SANDBOXRUN_CONFIG");
   std::string tried;
   for (const auto& dir : install_paths().config_dirs) {
     std::error_code ec;

@@ -250,10 +250,19 @@ Executor Executor::open(const ExecutorOptions& options) {
       }
     }
   });
-  // An error here still waits for the other thread (the future's destructor) before it leaves.
-  im.security = load_security_config(config_dir / "security.yaml", install_paths().data_dir);
-  im.audit.emplace(AuditLog::open(load_audit_config(config_dir / "audit.yaml"), options.audit_log));
   bool cfg_ok = true;
+  try {
+    im.security = load_security_config(config_dir / "security.yaml", install_paths().data_dir);
+    im.audit.emplace(AuditLog::open(load_audit_config(config_dir / "audit.yaml"), options.audit_log));
+  } catch (...) {
+    // A broken sandbox.yaml is the error to report: the files beside it come second.
+    try {
+      cfg_ready.get();
+    } catch (...) {
+      sandbox_load.get();  // rethrows the sandbox.yaml error, after the thread has finished
+    }
+    throw;
+  }
   try {
     cfg_ready.get();
   } catch (...) {

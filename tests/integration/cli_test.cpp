@@ -60,3 +60,41 @@ TEST(Cli, AssessPrintsJsonWithTheContractFields) {
   for (const char* k : {"rule", "severity", "line", "message"}) EXPECT_TRUE(j["findings"][0].contains(k)) << k;
   EXPECT_EQ(run_binary({"assess", "/nonexistent.py"}).exit_code, 127);
 }
+
+// --config names a sandbox.yaml (or its directory): one that is not there, or a file beside
+// which nothing else is, is reported as what it is, not as a missing security.yaml next to it.
+TEST(Cli, ConfigErrorsNameTheSandboxYamlFirst) {
+  TempDir d;
+  auto r = run_binary({"--config", d.path() + "/nonexistent", d.write("x.py", "print(1)\n")});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_NE(r.err.find("no sandbox.yaml at " + d.path() + "/nonexistent (--config)"), std::string::npos) << r.err;
+  std::filesystem::create_directory(d.path() + "/alone");
+  const std::string alone = d.write("alone/sandbox.yaml", "mem_limit: 1x\n");  // no security.yaml beside it
+  r = run_binary({"--config", alone, d.path() + "/x.py"});
+  EXPECT_EQ(r.exit_code, 125);
+  EXPECT_NE(r.err.find("'mem_limit'"), std::string::npos) << "the sandbox.yaml error comes first: " << r.err;
+  auto a = run_binary({"assess", "--config", d.path() + "/nonexistent", d.path() + "/x.py"});
+  EXPECT_EQ(a.exit_code, 2);
+  EXPECT_NE(a.err.find("no sandbox.yaml at "), std::string::npos) << a.err;
+  a = run_binary({"assess", "--config", std::string(SANDBOXRUN_SOURCE_DIR) + "/config", d.path() + "/x.py"});
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.out.find("LOW"), std::string::npos) << a.out;
+}
+
+// Each --input takes one value: `--input a.csv job.py` must not copy job.py as a second input
+// and run nothing; a bad number is said in words.
+TEST(Cli, RepeatableOptionsTakeOneValueAndNumbersAreCheckedInWords) {
+  TempDir d;
+  const std::string data = d.write("data.csv", "1,2\n");
+  const std::string job = d.write("job.py", "import os, sys\nprint(sorted(os.listdir('/work')), sys.argv[1:])\n");
+  auto r = run_binary({"--input", data, "--audit-log", d.path() + "/audit.log", job, "--", "x"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("['data.csv', 'job.py'] ['x']"), std::string::npos) << r.out;
+  r = run_binary({"--timeout", "abc", job});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("sandboxrun: error: --timeout: 'abc' is not seconds"), std::string::npos) << r.err;
+  EXPECT_LT(r.err.size(), 200u) << r.err;
+  r = run_binary({"--cpus", "0", job});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'0' is not CPUs"), std::string::npos) << r.err;
+}

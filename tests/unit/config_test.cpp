@@ -248,11 +248,32 @@ TEST(Config, ExtraHostsAcceptDockersListAndMappingForms) {
 }
 
 TEST(Config, SearchOrderPrefersTheCliThenTheEnvironment) {
-  EXPECT_EQ(find_config(std::string("/x/y.yaml")), "/x/y.yaml");
-  EXPECT_EQ(find_config(std::string(SANDBOXRUN_SOURCE_DIR "/config")),
-            std::filesystem::path(SANDBOXRUN_SOURCE_DIR "/config/sandbox.yaml"));
-  setenv("SANDBOXRUN_CONFIG", "/from/env.yaml", 1);
-  EXPECT_EQ(find_config(std::nullopt), "/from/env.yaml");
+  const std::string file = SANDBOXRUN_SOURCE_DIR "/config/sandbox.yaml";
+  EXPECT_EQ(find_config(file), file);
+  EXPECT_EQ(find_config(std::string(SANDBOXRUN_SOURCE_DIR "/config")), std::filesystem::path(file));
+  test_util::TempDir d;
+  const auto other = d.write("other.yaml", "{}\n");
+  setenv("SANDBOXRUN_CONFIG", other.c_str(), 1);
+  EXPECT_EQ(find_config(std::nullopt), other);
+  EXPECT_EQ(find_config(file), file) << "--config wins over the environment";
+  unsetenv("SANDBOXRUN_CONFIG");
+}
+
+// A path given by the caller that holds no sandbox.yaml is an error naming it, not a search
+// elsewhere or a later error about security.yaml beside it.
+TEST(Config, AGivenPathWithoutSandboxYamlIsAnErrorNamingIt) {
+  test_util::TempDir d;
+  for (const std::string& p : {std::string("/nonexistent/sandbox.yaml"), d.path().string()}) {
+    try {
+      find_config(p);
+      FAIL() << p;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no sandbox.yaml at "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--config"), std::string::npos) << e.what();
+    }
+  }
+  setenv("SANDBOXRUN_CONFIG", "/nonexistent", 1);
+  EXPECT_THROW(find_config(std::nullopt), Error);
   unsetenv("SANDBOXRUN_CONFIG");
 }
 
