@@ -176,6 +176,13 @@ class CgroupV1 final : public Cgroup {
         degradations_.emplace_back("memory.memsw is missing in " + mdir +
                                    ": swap is kept out by swappiness 0 only (boot with swapaccount=1)");
       }
+      // v1 charges TCP buffers to a separate counter, limited only when asked: unlimited, one
+      // run could queue gigabytes on loopback sockets outside mem_limit and push every TCP
+      // socket on the host past tcp_mem (v2 charges them to memory.current).
+      if (has_ctl(memory_->fd(), "memory.kmem.tcp.limit_in_bytes"))
+        write_ctl(memory_->fd(), mdir, "memory.kmem.tcp.limit_in_bytes", bytes);
+      else
+        degradations_.emplace_back("memory.kmem.tcp is missing in " + mdir + ": TCP buffer memory is not limited");
     }
     write_ctl(pids_->fd(), pids_->path(), "pids.max", limits.pids ? std::to_string(limits.pids) : "max");
     int64_t quota = cpu_quota_us(limits.cpus);

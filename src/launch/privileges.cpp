@@ -13,6 +13,11 @@
 
 namespace sandboxrun::launch {
 
+namespace {
+// Open files a sandboxed program may have (soft and hard limit; a lower inherited one stays).
+constexpr rlim_t kMaxOpenFiles = 4096;
+}  // namespace
+
 bool drop_privileges(const ChildPlan& plan) {
   for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
     if (cap_drop_bound(static_cast<cap_value_t>(cap)) != 0 && errno != EINVAL) {
@@ -55,6 +60,18 @@ bool drop_privileges(const ChildPlan& plan) {
   if (::setrlimit(RLIMIT_CORE, &no_core) != 0) {
     report_error(plan, "disable core dumps", errno, "RLIMIT_CORE");
     return false;
+  }
+  // Every socket may queue one buffer past the cgroup's TCP limit (the kernel's forward-progress
+  // allowance, ~87 KB on loopback), so open files bound what a run can pin outside mem_limit:
+  // 4,096 is ~180 MB of socket pairs where the launcher's 20,000 was ~870 MB.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_max > kMaxOpenFiles) {
+    files.rlim_max = kMaxOpenFiles;
+    files.rlim_cur = files.rlim_cur < kMaxOpenFiles ? files.rlim_cur : kMaxOpenFiles;
+    if (::setrlimit(RLIMIT_NOFILE, &files) != 0) {
+      report_error(plan, "limit open files", errno, "RLIMIT_NOFILE");
+      return false;
+    }
   }
   return true;
 }

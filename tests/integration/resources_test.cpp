@@ -29,6 +29,37 @@ TEST(Resources, MemoryBombEndsWithOomAndTheLauncherSurvives) {
   EXPECT_LE(r.result["resources"]["memory_peak_bytes"].get<uint64_t>(), (64u << 20) + (1u << 20));
 }
 
+// Socket buffers count too: on v1 they are charged to a separate counter that is unlimited
+// unless set, so one run could queue gigabytes on loopback outside mem_limit and push the
+// host's TCP past tcp_mem. Past the limit every socket may still queue one buffer, which the
+// open-files limit (4,096) bounds. Either the run is killed (v2 charges memory.current) or
+// what it queued stays near the limit.
+TEST(Resources, LoopbackSocketBuffersStayNearTheMemoryLimit) {
+  auto r = run_python(R"(import resource, socket, time
+print("nofile", resource.getrlimit(resource.RLIMIT_NOFILE), flush=True)
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1000); port = srv.getsockname()[1]
+total, conns, end = 0, [], time.monotonic() + 10
+try:
+    while total < (1 << 30) and time.monotonic() < end:
+        c = socket.socket(); c.connect(("127.0.0.1", port)); s, _ = srv.accept(); c.setblocking(False); conns.append((c, s))
+        try:
+            while True: total += c.send(bytes(262144))
+        except OSError: pass
+except OSError as e:
+    print("stopped:", e.strerror, flush=True)
+print("queued MB", total >> 20, flush=True)
+)", {"--memory", "128m", "--override", "tests socket memory accounting"});
+  const std::string status = r.result.value("status", "");
+  ASSERT_TRUE(status == "exited" || status == "oom") << r.exec.out << r.exec.err;
+  EXPECT_NE(r.result.value("stdout", "").find("nofile (4096, 4096)"), std::string::npos) << r.result.value("stdout", "");
+  if (status == "exited") {
+    const std::string out = r.result.value("stdout", "");
+    const auto at = out.find("queued MB ");
+    ASSERT_NE(at, std::string::npos) << out;
+    EXPECT_LT(std::stoul(out.substr(at + 10)), 128u + 256u) << out;
+  }
+}
+
 TEST(Resources, PeakMemoryIsPlausible) {
   auto r = run_python("b = bytearray(100 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('touched')\n",
                       {"--trust", "trusted"});
