@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "common/printable.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/job_io.hpp"
 #include "common/sha256.hpp"
@@ -110,6 +111,8 @@ bool plain_relative_path(std::string_view path) noexcept {
     if (c.empty() || c == "." || c == ".." || c.size() > 255) return false;
     for (unsigned char ch : c)
       if (ch < 0x20 || ch == 0x7f) return false;
+    // JSON and the audit log would carry another byte string in place of the name.
+    if (!valid_utf8(c)) return false;
     start = end + 1;
   }
   return true;

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "common/printable.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/job_io.hpp"
 #include "common/sha256.hpp"
@@ -24,6 +25,7 @@ namespace sandboxrun {
 namespace {
 
 constexpr int kMaxDepth = 64;
+constexpr size_t kMaxQuoted = 512;  // bytes of a skipped name or reason kept for the report
 
 // Opens `rel` strictly beneath `dir`: no "..", no absolute path, no symlink, no magic link.
 int open_beneath(int dir, const std::string& rel, uint64_t flags, uint64_t mode = 0) {
@@ -102,7 +104,8 @@ class Collector {
     size_t& listed = cap ? listed_over_cap_ : listed_other_;
     if (listed < OutputManifest::kMaxListed) {
       ++listed;
-      m_.skipped.push_back({rel, std::move(reason)});
+      // Both quote names the program chose: never raw bytes on the terminal or in the records.
+      m_.skipped.push_back({printable(rel, kMaxQuoted, Printable::utf8), printable(reason, kMaxQuoted, Printable::utf8)});
     }
   }
 

@@ -27,6 +27,7 @@
 #include <system_error>
 #include <thread>
 
+#include "common/printable.hpp"
 #include "sandboxrun/error.hpp"
 #include "net/net_parse.hpp"
 #include "net/net_policy.hpp"
@@ -128,28 +129,6 @@ std::string error_response(int status, const std::string& reason) {
   return "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
          "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\nConnection: close\r\n\r\n" + body;
-}
-
-// Record and answer text may quote what the sandbox sent (a host, an SNI, a header line):
-// printable ASCII only, bounded, so the audit log and the launcher's JSON never get raw bytes.
-std::string printable(std::string_view in, size_t max) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (char ch : in) {
-    if (out.size() >= max) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out.push_back(ch);
-    } else {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
 }
 
 // Name resolution on a helper thread so that a slow resolver cannot outlive the deadline or

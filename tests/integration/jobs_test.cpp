@@ -191,6 +191,28 @@ for i in range(400):
   EXPECT_NE(read_text(d.path() + "/audit.log").find("\"event\":\"run_end\""), std::string::npos);
 }
 
+// Names and symlink targets are the program's words: reported escaped, so it cannot forge the
+// launcher's own lines or clear the terminal, and a name that is not UTF-8 (which JSON and the
+// audit log would carry as another string) is skipped rather than recorded under a lookalike.
+TEST(Jobs, OutputNamesAreReportedEscapedAndNonUtf8NamesSkipped) {
+  TempDir d;
+  std::string out = d.path() + "/out";
+  auto j = run_job(d, R"(
+import os
+os.symlink("\x1b[2J\nsandboxrun: audit log intact\r", "evil")
+open(b"n0_\xc0\xaf", "w").write("a")
+open("caf\u00e9.txt", "w").write("b")
+)",
+                   {"--output", out});
+  ASSERT_EQ(j.exec.exit_code, 0) << j.exec.err;
+  const std::string skipped = j.result["outputs_skipped"].dump();
+  EXPECT_NE(skipped.find("symbolic link to \\\\x1b[2J\\\\x0asandboxrun: audit log intact\\\\x0d"), std::string::npos) << skipped;
+  EXPECT_NE(skipped.find("n0_\\\\xc0\\\\xaf"), std::string::npos) << skipped;
+  EXPECT_FALSE(fs::exists(out + "/n0_\xc0\xaf"));
+  EXPECT_EQ(read_text(out + "/caf\u00e9.txt"), "b");
+  EXPECT_EQ(j.result["outputs"].size(), 1u) << j.result["outputs"].dump();
+}
+
 TEST(Jobs, OutputDirectoryMustBeNewOrEmpty) {
   TempDir d;
   std::string out = d.path() + "/out";
