@@ -378,11 +378,19 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
     r.network = network_to_json(*proxy);
     const net::ProxyCounters c = proxy->counters();
     net_summary = {{"allowed", c.allowed}, {"denied", c.denied}};
-    for (const auto& rec : proxy->records())
+    // Every allowed connection is a record; refusals past the first kMaxRefusedListed are
+    // counted in one, so a program cannot flood the log (and push older runs out) with them.
+    uint64_t refused = 0;
+    for (const auto& rec : proxy->records()) {
+      if (rec.verdict != net::Verdict::allowed && ++refused > core::kMaxRefusedListed) continue;
       log.append("network",
              {{"code", code}, {"host", rec.host}, {"port", rec.port}, {"address", rec.address},
               {"verdict", net::to_string(rec.verdict)}, {"reason", rec.reason},
               {"bytes_up", rec.bytes_up}, {"bytes_down", rec.bytes_down}});
+    }
+    if (refused > core::kMaxRefusedListed)
+      log.append("network", {{"code", code}, {"verdict", "denied"}, {"omitted", refused - core::kMaxRefusedListed},
+                             {"reason", "more refused connections than are recorded one by one"}});
   }
   std::vector<bool> outputs_stored;
   if (req.output_dir) collect_job_outputs(req, r, work_dir, out_dir, outputs_stored);

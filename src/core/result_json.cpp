@@ -43,12 +43,16 @@ json denied_to_json(const DeniedReport& d, const json& network) {
   json calls = json::array();
   for (const auto& s : d.syscalls) calls.push_back({{"name", s.name}, {"count", s.count}, {"first_args", s.first_args}});
   json refused = json::array();
+  uint64_t refused_count = 0;
   if (network.is_object() && network.contains("connections"))
     for (const auto& c : network["connections"])
-      if (c.value("verdict", "") != "allowed")
+      if (c.value("verdict", "") != "allowed" && ++refused_count <= kMaxRefusedListed)
         refused.push_back({{"host", c.value("host", "")}, {"port", c.value("port", 0)}, {"reason", c.value("reason", "")}});
   if (calls.empty() && d.other_count == 0 && !d.killed_by_seccomp && refused.empty()) return nullptr;
   json j = {{"syscalls", calls}, {"network", refused}, {"answer", "EPERM"}};
+  // Listed up to a bound: 10,000 refusals made a record too large for the log, and the run's
+  // run_end was never written.
+  if (refused_count > refused.size()) j["network_refused_count"] = refused_count;
   if (d.other_count) j["syscalls_other_count"] = d.other_count;
   // A kill action cannot be answered; the payload's death by SIGSYS is how it shows.
   if (d.killed_by_seccomp) j["killed"] = {{"signal", "SIGSYS"}, {"reason", "a call the profile kills (foreign ABI, TIOCSTI ...)"}};
@@ -65,7 +69,9 @@ std::string denied_summary(const json& denied) {
   if (denied.contains("syscalls_other_count"))
     calls += (calls.empty() ? "" : ", ") + std::string("others x") + std::to_string(denied["syscalls_other_count"].get<uint64_t>());
   if (!calls.empty()) add("syscalls " + calls + " (EPERM)");
-  if (!denied["network"].empty()) add("network " + std::to_string(denied["network"].size()) + " connection(s) refused");
+  if (!denied["network"].empty())
+    add("network " + std::to_string(denied.value("network_refused_count", denied["network"].size())) +
+        " connection(s) refused");
   if (denied.contains("killed")) add("killed by seccomp (SIGSYS)");
   return line.empty() ? line : "denied: " + line;
 }

@@ -15,6 +15,8 @@ nlohmann::json resources_to_json(const CgroupUsage& u);
 nlohmann::json id_slot_to_json(const IdSlotInfo& slot);
 // `denied` of the result and the audit record: the seccomp denials, the kill, and the proxy's
 // refused connections (from the run's `network` object). Null when nothing was denied.
+// Refused connections listed in `denied` (and audited one by one); the rest are counted.
+inline constexpr size_t kMaxRefusedListed = 100;
 nlohmann::json denied_to_json(const DeniedReport& d, const nlohmann::json& network);
 // One line for a person at a terminal ("denied: bpf x3, ..."); empty when nothing was denied.
 std::string denied_summary(const nlohmann::json& denied);
