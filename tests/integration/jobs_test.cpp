@@ -213,6 +213,19 @@ open("caf\u00e9.txt", "w").write("b")
   EXPECT_EQ(j.result["outputs"].size(), 1u) << j.result["outputs"].dump();
 }
 
+// The walk over /work reads a bounded number of names (each is held until its directory is
+// done): past it the rest is not looked at, and the report says so.
+TEST(Jobs, OutputWalkReadsABoundedNumberOfNames) {
+  TempDir d;
+  std::string out = d.path() + "/out";
+  auto j = run_job(d, "for i in range(20500):\n    open('f%05d' % i, 'w').close()\n", {"--output", out});
+  ASSERT_EQ(j.exec.exit_code, 0) << j.exec.err;
+  EXPECT_EQ(j.result["outputs_truncated"], true);
+  EXPECT_NE(j.result["outputs_skipped"].dump().find("more than 20000 names under /work"), std::string::npos)
+      << j.result["outputs_skipped"].dump().substr(0, 2000);
+  EXPECT_LE(j.result["outputs_skipped_count"].get<uint64_t>(), 20000u);
+}
+
 TEST(Jobs, OutputDirectoryMustBeNewOrEmpty) {
   TempDir d;
   std::string out = d.path() + "/out";
