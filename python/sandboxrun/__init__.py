@@ -146,6 +146,18 @@ class AuditReport:
 FileSource = Union[bytes, str, os.PathLike]
 
 
+def _verdict_summary(a: "Assessment", most: int = 3) -> str:
+    """'BLOCKED (score 100): line 1: SR-INTENT-072 does not compile ...; ...' for messages."""
+    worst = sorted(a.findings, key=lambda f: -_SEVERITY_ORDER.get(f.severity, 0))[:most]
+    parts = [f"line {f.line}: {f.rule} {f.message}" for f in worst]
+    more = len(a.findings) - len(worst)
+    return f"{a.level} (score {a.score})" + (": " + "; ".join(parts) if parts else "") + (
+        f"; {more} more finding(s)" if more > 0 else "")
+
+
+_SEVERITY_ORDER = {"info": 0, "low": 1, "medium": 2, "high": 3, "critical": 4}
+
+
 def _plain_relative(name: str) -> bool:
     p = PurePosixPath(name)
     return bool(name) and not p.is_absolute() and all(part not in ("", ".", "..") for part in name.split("/"))
@@ -196,6 +208,8 @@ class Sandbox:
         returns the result with every file the program created or changed under /work in
         ``outputs``. Raises BlockedError, SetupError or UsageError; a program that fails is
         not an error (see ``exit_code`` and ``status``)."""
+        if not _plain_relative(name) or "/" in name:
+            raise UsageError(f"name: {name!r} is not a plain file name (no '/', '.' or '..')")
         with tempfile.TemporaryDirectory(prefix="sandboxrun-py-") as tmp:
             base = Path(tmp)
             script = base / "job" / name
@@ -250,6 +264,8 @@ class Sandbox:
             if result is not None and result.raw.get("override_refused"):
                 raise OverrideRefusedError(f"blocked by the assessor and {why}", result)
             if code == EXIT_BLOCKED or (result and result.status == "blocked"):
+                if result is not None and result.assessment is not None and not result.error:
+                    why = _verdict_summary(result.assessment)
                 raise BlockedError(f"blocked by the assessor: {why}", result)
             if code == EXIT_USAGE:
                 raise UsageError(why, result)

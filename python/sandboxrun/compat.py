@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional
 
-from . import Assessment, BlockedError, Finding, RunResult, Sandbox
+from . import Assessment, BlockedError, Finding, RunResult, Sandbox, _verdict_summary
 
 __all__ = ["SecurityLevel", "SecurityReport", "SecurityAssessor", "SandboxExecutor", "SafetyCoordinator"]
 
@@ -63,7 +63,8 @@ class SafetyCoordinator:
         self.executor = SandboxExecutor(self.sandbox, trust_level)
 
     def execute_safely(self, code: str, *, override_explanation: Optional[str] = None, **kwargs: Any) -> RunResult:
-        report = self.assessor.assess(code)
-        if report.level is SecurityLevel.BLOCKED and override_explanation is None:
-            raise BlockedError("blocked by the assessor; pass override_explanation= to run it anyway (audited)")
+        a = self.sandbox.assess(code)
+        if a.level == SecurityLevel.BLOCKED.value and override_explanation is None:
+            raise BlockedError(f"blocked by the assessor: {_verdict_summary(a)}; pass override_explanation= to run "
+                               "it anyway (audited)")
         return self.executor.execute(code, override=override_explanation, **kwargs)

@@ -61,6 +61,15 @@ def test_input_module_with_reverse_shell_is_blocked(sandbox):
         sandbox.run("import helper\n", files={"helper.py": REVERSE_SHELL.encode()})
     assert e.value.result.assessment.level == "BLOCKED"
     assert any(f.message.startswith("helper.py: ") for f in e.value.result.assessment.findings)
+    # The message says why, not just an exit status.
+    assert str(e.value).startswith("blocked by the assessor: BLOCKED (score "), str(e.value)
+    assert "helper.py: " in str(e.value)
+
+
+def test_blocked_code_says_why_in_the_compat_api_too(sandbox):
+    with pytest.raises(BlockedError) as e:
+        SafetyCoordinator(sandbox).execute_safely('s = "never closed\n')
+    assert "does not compile" in str(e.value) and "override_explanation=" in str(e.value), str(e.value)
 
 
 def test_outputs_survive_timeout_and_caps_are_reported(sandbox):
@@ -76,6 +85,9 @@ def test_typed_errors(sandbox, tmp_path):
         sandbox.run("print(1)\n", labels={"bad key": "x"})
     with pytest.raises(UsageError):
         sandbox.run("print(1)\n", files={"../escape": b"x"})
+    for name in ("../x.py", "a/b.py", "", ".."):
+        with pytest.raises(UsageError):
+            sandbox.run("print(1)\n", name=name)
     link = tmp_path / "link"
     link.symlink_to("/etc/passwd")
     with pytest.raises(SetupError) as e:
