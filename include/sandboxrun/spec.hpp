@@ -41,6 +41,7 @@ struct LimitAdjustment {
   std::string from;
   std::string to;
   std::string reason;
+  bool requested = false;  // the caller asked for `from` (--timeout ...) and did not get it
 };
 
 struct CgroupSettings {

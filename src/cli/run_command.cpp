@@ -231,7 +231,8 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       req.on_sample = [&stats](const CgroupUsage& u, std::chrono::milliseconds t) { stats.write(u, t); };
     RunResult r = executor.run(req);
     if (r.spec)
-      for (const auto& a : r.spec->adjustments) log::info("{}: {} -> {} ({})", a.limit, a.from, a.to, a.reason);
+      for (const auto& a : r.spec->adjustments)
+        if (!a.requested) log::info("{}: {} -> {} ({})", a.limit, a.from, a.to, a.reason);  // the rest are warnings
     for (const auto& w : r.warnings) log::warn("{}", w);
     if (r.outputs && !opt.json)
       for (const auto& s : r.outputs->skipped) log::warn("--output: {} not copied: {}", s.path, s.reason);

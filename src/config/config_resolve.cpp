@@ -92,29 +92,31 @@ SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrid
   for (const auto& [k, v] : pick(lv.environment, b.environment, {})) s.env[k] = v;
 
   auto adjust = [&](const std::string& name, const std::string& from, const std::string& to,
-                    const std::string& why) { s.adjustments.push_back({name, from, to, why}); };
+                    const std::string& why, bool requested = false) {
+    s.adjustments.push_back({name, from, to, why, requested});
+  };
 
   if (ov.timeout_s) {
     if (*ov.timeout_s < s.limits.timeout_s) s.limits.timeout_s = *ov.timeout_s;
     else if (*ov.timeout_s > s.limits.timeout_s)
-      adjust("timeout", num(*ov.timeout_s), num(s.limits.timeout_s), "--timeout may only tighten the trust level's limit");
+      adjust("timeout", num(*ov.timeout_s), num(s.limits.timeout_s), "--timeout may only tighten the trust level's limit", true);
   }
   if (ov.memory_bytes) {
     if (*ov.memory_bytes < s.limits.memory_bytes) s.limits.memory_bytes = *ov.memory_bytes;
     else if (*ov.memory_bytes > s.limits.memory_bytes)
       adjust("mem_limit", format_size(*ov.memory_bytes), format_size(s.limits.memory_bytes),
-             "--memory may only tighten the trust level's limit");
+             "--memory may only tighten the trust level's limit", true);
   }
   if (ov.cpus) {
     if (*ov.cpus < s.limits.cpus) s.limits.cpus = *ov.cpus;
     else if (*ov.cpus > s.limits.cpus)
-      adjust("cpu_count", num(*ov.cpus), num(s.limits.cpus), "--cpus may only tighten the trust level's limit");
+      adjust("cpu_count", num(*ov.cpus), num(s.limits.cpus), "--cpus may only tighten the trust level's limit", true);
   }
   if (ov.pids) {
     if (*ov.pids < s.limits.pids) s.limits.pids = *ov.pids;
     else if (*ov.pids > s.limits.pids)
       adjust("pids_limit", std::to_string(*ov.pids), std::to_string(s.limits.pids),
-             "--pids may only tighten the trust level's limit");
+             "--pids may only tighten the trust level's limit", true);
   }
 
   if (host.cpus_available > 0 && s.limits.cpus > host.cpus_available) {

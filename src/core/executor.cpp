@@ -399,6 +399,9 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   r.exit_code = o.exit_code;
   r.signal = o.signal;
   r.error = o.error;
+  // A limit asked for and not granted is said, not only recorded in limits.adjustments.
+  for (const auto& a : r.spec->adjustments)
+    if (a.requested) r.warnings.push_back(a.limit + " " + a.from + " not granted, " + a.to + " applies: " + a.reason);
   for (const auto& d : o.degradations) r.warnings.push_back("degraded: " + d);
   r.warnings.insert(r.warnings.end(), o.warnings.begin(), o.warnings.end());
   if (o.status == RunStatus::oom || o.status == RunStatus::timeout)

@@ -131,4 +131,9 @@ TEST(Resources, LimitsMayOnlyTightenAndAdjustmentsAreReported) {
   bool reported = false;
   for (const auto& a : r.result["limits"]["adjustments"]) reported |= a["limit"] == "mem_limit";
   EXPECT_TRUE(reported) << r.result["limits"].dump();
+  // And said as a warning: the caller asked for more than it got.
+  EXPECT_NE(r.result["warnings"].dump().find("mem_limit 64GiB not granted, 256MiB applies"), std::string::npos)
+      << r.result["warnings"].dump();
+  auto streamed = sandboxrun::testing::run_binary({"--timeout", "999", sandboxrun::testing::source_dir() + "/examples/hello.py"});
+  EXPECT_NE(streamed.err.find("warning: timeout 999 not granted"), std::string::npos) << streamed.err;
 }
