@@ -142,19 +142,21 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       ->check(CLI::IsMember({"untrusted", "unknown", "trusted"}));
   app.add_option("--config", opt.config, "sandbox.yaml, or the directory holding it");
   app.add_flag("--json", opt.json, "capture output and print one JSON result object");
-  app.add_option("--timeout", opt.timeout, "wall-clock seconds (may only tighten)")->check(CLI::PositiveNumber);
+  app.add_option("--timeout", opt.timeout, "wall-clock seconds (may only tighten)")->check(positive_number("seconds"));
   app.add_option("--memory", opt.memory, "memory limit such as 128m (may only tighten)");
-  app.add_option("--cpus", opt.cpus, "CPUs, fractional allowed (may only tighten)")->check(CLI::PositiveNumber);
+  app.add_option("--cpus", opt.cpus, "CPUs, fractional allowed (may only tighten)")->check(positive_number("CPUs"));
   app.add_option("--pids", opt.pids, "process/thread limit (may only tighten)")->check(CLI::Range(8, 1 << 22));
   app.add_option("--override", opt.override_reason, "run a BLOCKED file anyway; the reason is audited");
   app.add_option("--audit-log", opt.audit_log, "audit log file (overrides config)");
   app.add_option("--stats", opt.stats, "write resource samples as JSON lines to PATH, or - for stdout");
   app.add_option("--image", opt.image, "image name, rootfs directory or OCI image layout[:tag]");
-  app.add_option("--input", opt.inputs, "copy a file or directory into /work (SRC[:NAME], repeatable)");
+  // One value per occurrence: `--input a.csv lib job.py` must not take lib as a second input.
+  app.add_option("--input", opt.inputs, "copy a file or directory into /work (SRC[:NAME], repeatable)")
+      ->allow_extra_args(false);
   app.add_flag("-i,--stdin", opt.stdin_stream, "stream this command's stdin to the program");
   app.add_option("--output", opt.output, "copy files created or changed under /work to DIR (new or empty)");
   app.add_option("--caller", opt.caller, "who the run is for (audited)");
-  app.add_option("--label", opt.labels, "KEY=VALUE recorded with the run (repeatable)");
+  app.add_option("--label", opt.labels, "KEY=VALUE recorded with the run (repeatable)")->allow_extra_args(false);
   app.add_option("--run-id", opt.run_id, "the run's id (A-Z a-z 0-9 . _ -, at most 64; must be new)");
   app.add_option("--requirements", opt.requirements,
                  "pip requirements file, installed in a separate, cached phase (index only, binary wheels)");

@@ -119,9 +119,17 @@ bool plain_relative_path(std::string_view path) noexcept {
 }
 
 std::pair<std::filesystem::path, std::optional<std::string>> parse_input_arg(const std::string& arg) {
+  // A path may hold a ':' itself: one that exists is a path. Otherwise what follows the last ':'
+  // is NAME, and when only what precedes it exists, an unusable NAME is the error, not a missing
+  // file called "data.csv:../x".
+  std::error_code ec;
   const auto colon = arg.rfind(':');
-  if (colon != std::string::npos && colon > 0 && plain_relative_path(std::string_view(arg).substr(colon + 1)))
-    return {arg.substr(0, colon), arg.substr(colon + 1)};
+  if (colon == std::string::npos || colon == 0 || std::filesystem::exists(std::filesystem::symlink_status(arg, ec)))
+    return {arg, std::nullopt};
+  if (plain_relative_path(std::string_view(arg).substr(colon + 1))) return {arg.substr(0, colon), arg.substr(colon + 1)};
+  if (std::filesystem::exists(std::filesystem::symlink_status(arg.substr(0, colon), ec)))
+    throw Error("--input " + arg + ": NAME '" + arg.substr(colon + 1) + "' is not a plain relative path inside /work",
+                "NAME is where the file goes under /work, relative and without \"..\", e.g. data.csv or pkg/util.py");
   return {arg, std::nullopt};
 }
 

@@ -90,6 +90,11 @@ TEST(Cli, RepeatableOptionsTakeOneValueAndNumbersAreCheckedInWords) {
   auto r = run_binary({"--input", data, "--audit-log", d.path() + "/audit.log", job, "--", "x"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("['data.csv', 'job.py'] ['x']"), std::string::npos) << r.out;
+  // `--input data.csv lib job.py`: lib is the FILE (not a second input), which is an error.
+  std::filesystem::create_directory(d.path() + "/lib");
+  r = run_binary({"--input", data, d.path() + "/lib", job});
+  EXPECT_EQ(r.exit_code, 127) << r.out << r.err;
+  EXPECT_NE(r.err.find("lib is not a regular file"), std::string::npos) << r.err;
   r = run_binary({"--timeout", "abc", job});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("sandboxrun: error: --timeout: 'abc' is not seconds"), std::string::npos) << r.err;
@@ -97,4 +102,21 @@ TEST(Cli, RepeatableOptionsTakeOneValueAndNumbersAreCheckedInWords) {
   r = run_binary({"--cpus", "0", job});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("'0' is not CPUs"), std::string::npos) << r.err;
+}
+
+// SRC:NAME with a NAME that may not be used is said as such, not as a missing file named
+// "data.csv:../x.csv"; a path that really holds a ':' still works.
+TEST(Cli, InputNameErrorsNameTheName) {
+  TempDir d;
+  const std::string data = d.write("data.csv", "1\n");
+  const std::string job = d.write("job.py", "import os\nprint(sorted(os.listdir('/work')))\n");
+  for (const std::string name : {"../x.csv", "/etc/x", ""}) {
+    auto r = run_binary({"--input", data + ":" + name, job});
+    EXPECT_EQ(r.exit_code, 125) << name;
+    EXPECT_NE(r.err.find("NAME '" + name + "' is not a plain relative path inside /work"), std::string::npos) << r.err;
+  }
+  const std::string colon = d.write("a:b.csv", "2\n");
+  auto r = run_binary({"--input", colon, "--audit-log", d.path() + "/audit.log", job});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("'a:b.csv'"), std::string::npos) << r.out;
 }
