@@ -76,6 +76,17 @@ int cmd_verify(const Resolved& r, const std::string& key_path, bool as_json, boo
   opt.objects = objects;
   if (!key_path.empty()) opt.key = load_audit_key(key_path);
   else if (!r.cfg.key_file.empty()) opt.key = load_audit_key(r.cfg.key_file);
+  // Nothing at all at this path (no log, rotated file, anchor, lock file or object store):
+  // nothing was ever logged here (a wrong --log), which is not a damaged log. A log deleted
+  // from beside its lock file or anchor still is one.
+  std::error_code ec;
+  auto there = [&ec](const std::filesystem::path& p) { return std::filesystem::exists(std::filesystem::symlink_status(p, ec)); };
+  if (!there(opt.log) && !(opt.anchor && there(*opt.anchor)) && !there(opt.log.string() + ".lock") &&
+      !there(audit::objects_dir(opt.log)) && rotated_audit_files(opt.log).empty()) {
+    std::cerr << "sandboxrun: error: no audit log at " << opt.log.string()
+              << " (nothing has been logged there: check --log, or audit.yaml's path)\n";
+    return exit_code::usage;
+  }
   AuditVerifyResult res = verify_audit_log(opt);
   if (as_json) {
     json out{{"ok", res.ok()},

@@ -120,3 +120,20 @@ TEST(Cli, InputNameErrorsNameTheName) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("'a:b.csv'"), std::string::npos) << r.out;
 }
+
+// A path where nothing was ever logged is a usage error (exit 2), not "DAMAGED"; a log deleted
+// from beside its lock file is still damage (exit 1).
+TEST(Cli, AuditVerifyTellsAWrongPathFromADeletedLog) {
+  TempDir d;
+  auto wrong = run_binary({"audit", "verify", "--log", d.path() + "/never.log"});
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.out << wrong.err;
+  EXPECT_NE(wrong.err.find("no audit log at " + d.path() + "/never.log"), std::string::npos) << wrong.err;
+  EXPECT_EQ(wrong.out.find("DAMAGED"), std::string::npos) << wrong.out;
+  const std::string log = d.path() + "/audit.log";
+  auto run = run_binary({"--audit-log", log, d.write("x.py", "print(1)\n")});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::filesystem::remove(log);
+  auto deleted = run_binary({"audit", "verify", "--log", log});
+  EXPECT_EQ(deleted.exit_code, 1) << deleted.out << deleted.err;
+  EXPECT_NE(deleted.out.find("audit log DAMAGED: missing"), std::string::npos) << deleted.out;
+}
