@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 
@@ -16,7 +17,43 @@ namespace sandboxrun::launch {
 
 namespace {
 
-constexpr const char* managed[] = {"hosts", "hostname", "resolv.conf"};
+constexpr const char* managed[] = {"hosts", "hostname", "resolv.conf", "passwd", "group"};
+constexpr size_t kMaxAccountsFile = 1 << 20;
+
+// The image's /etc/NAME when it is a regular file (never followed: an image's symlink may name
+// a file of the host), up to kMaxAccountsFile bytes; else empty.
+std::string image_file(const std::string& host_etc, const char* name) {
+  UniqueFd fd(::open((host_etc + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  std::string text(std::min<size_t>(static_cast<size_t>(st.st_size), kMaxAccountsFile), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  text.resize(got);
+  return text;
+}
+
+// `text` (passwd or group lines, whose third field is the id) with `line` added when no entry
+// has the id `id`: the sandbox's user exists for getpwuid() (getpass, pip, ~ expansion) in
+// any image, as a named, unprivileged account.
+std::string with_account(std::string text, uint32_t id, const std::string& line) {
+  const std::string want = std::to_string(id);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view l(text.data() + start, end - start);
+    const size_t a = l.find(':'), b = a == std::string_view::npos ? a : l.find(':', a + 1);
+    if (b != std::string_view::npos && l.substr(b + 1, l.find(':', b + 1) - b - 1) == want) return text;
+    start = end + 1;
+  }
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return text + line + "\n";
+}
 
 std::string hosts_file(const SandboxSpec& spec) {
   // Docker's layout; the hostname maps to 127.0.1.1 (Debian's convention) as `lo` is the only
@@ -78,7 +115,11 @@ void plan_etc_files(const SandboxSpec& spec, const std::string& host_rootfs, con
     throw Error("image rootfs " + host_rootfs + " has no directory /etc (or it is a symlink)",
                 "the sandbox's /etc/hosts, /etc/hostname and /etc/resolv.conf are mounted there; "
                 "use an image with an /etc directory");
-  out.file_content = {hosts_file(spec), spec.hostname + "\n", resolv_conf(spec)};
+  const std::string uid = std::to_string(spec.uid), gid = std::to_string(spec.gid);
+  out.file_content = {hosts_file(spec), spec.hostname + "\n", resolv_conf(spec),
+                      with_account(image_file(host_etc, "passwd"), spec.uid,
+                                   "sandbox:x:" + uid + ":" + gid + ":sandbox:/tmp:/usr/sbin/nologin"),
+                      with_account(image_file(host_etc, "group"), spec.gid, "sandbox:x:" + gid + ":")};
   for (const char* name : managed) {
     out.file_path.push_back(out.dir + "/" + name);
     out.target.push_back(out.image_etc + "/" + name);
@@ -89,7 +130,9 @@ void plan_etc_files(const SandboxSpec& spec, const std::string& host_rootfs, con
   out.image_remount_flags = root_remount_flags;
   for (const auto& e : std::filesystem::directory_iterator(host_etc)) {
     const std::string name = e.path().filename().string();
-    if (name == "hosts" || name == "hostname" || name == "resolv.conf") continue;
+    if (std::find_if(std::begin(managed), std::end(managed), [&](const char* m) { return name == m; }) !=
+        std::end(managed))
+      continue;
     out.link_path.push_back(out.image_etc + "/" + name);
     // A symlink keeps its own target (relative ones stay relative to /etc); anything else is
     // reached through the read-only bind of the image's /etc.

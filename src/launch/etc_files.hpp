@@ -1,5 +1,7 @@
 // /etc/hosts, /etc/hostname and /etc/resolv.conf of one run, generated as Docker does, so that
-// `localhost` (and the sandbox's own name, and every extra_hosts entry) resolves in any image.
+// `localhost` (and the sandbox's own name, and every extra_hosts entry) resolves in any image;
+// /etc/passwd and /etc/group are the image's, plus an account `sandbox` for the run's uid and
+// gid when the image has none (getpwuid() works: getpass, pip, `~`).
 //
 // The image is shared by every run and never written: the files are written to the run's own
 // /run tmpfs (/run/sandboxrun/) and bound read-only onto /etc/NAME. A bind needs an existing
@@ -20,7 +22,7 @@ struct ChildPlan;
 
 struct EtcPlan {
   std::string dir;                         // host path of <rootfs>/run/sandboxrun
-  std::vector<std::string> file_path;      // host paths in dir: hosts, hostname, resolv.conf
+  std::vector<std::string> file_path;      // host paths in dir: hosts, hostname, resolv.conf, passwd, group
   std::vector<std::string> file_content;
   std::vector<std::string> target;         // <rootfs>/etc/hosts, ... (bind targets)
   bool shadow = false;                     // the image lacks a target: shadow /etc (see above)

@@ -60,6 +60,8 @@ res['hosts'] = open('/etc/hosts').read()
 res['hostname'] = open('/etc/hostname').read()
 res['resolv'] = open('/etc/resolv.conf').read()
 res['passwd'] = open('/etc/passwd').read()
+import getpass, grp, pwd
+res['user'] = [getpass.getuser(), pwd.getpwuid(os.getuid()).pw_dir, grp.getgrgid(os.getgid()).gr_name]
 print(json.dumps(res))
 )";
 
@@ -111,8 +113,11 @@ class EtcFiles : public testing::Test {
     EXPECT_NE(hosts.find("10.9.8.7\tpypi.test\n"), std::string::npos) << hosts;
     EXPECT_EQ(j["hostname"], "sandbox\n");
     EXPECT_EQ(std::string(j["resolv"]).find("nameserver"), std::string::npos) << j["resolv"];
-    // The rest of the image's /etc is still there, whichever way the files were mounted.
-    EXPECT_EQ(j["passwd"], read_text(image_.etc("passwd")));
+    // The rest of the image's /etc is still there, whichever way the files were mounted; the
+    // run's user is an account (getpass, pip and `~` need one) whether or not the image has it.
+    const std::string image_passwd = fs::exists(image_.etc("passwd")) ? read_text(image_.etc("passwd")) : "";
+    EXPECT_EQ(j["passwd"], image_passwd + "sandbox:x:1000:1000:sandbox:/tmp:/usr/sbin/nologin\n");
+    EXPECT_EQ(j["user"], nlohmann::json({"sandbox", "/tmp", "sandbox"}));
   }
 
   ImageCopy image_;
@@ -145,4 +150,24 @@ TEST_F(EtcFiles, DanglingSymlinkIsNotFollowedOnTheHost) {
   expect_localhost_works();
   EXPECT_FALSE(fs::exists(target));
   EXPECT_EQ(fs::read_symlink(image_.etc("resolv.conf")), target);
+}
+
+TEST_F(EtcFiles, ImageWithoutAccountsFiles) {
+  // Distroless images: no passwd, no group. The run's account is still there, and nothing else.
+  fs::remove(image_.etc("passwd"));
+  fs::remove(image_.etc("group"));
+  expect_localhost_works();
+  EXPECT_FALSE(fs::exists(fs::symlink_status(image_.etc("passwd")))) << "the image was written";
+}
+
+TEST_F(EtcFiles, AccountsFileSymlinkIsNotFollowedOnTheHost) {
+  // An image's /etc/passwd -> a host file must not be read into the sandbox.
+  TempDir victim;
+  const std::string secret = victim.write("secret", "root:SECRET-HOST-LINE:0:0::/root:/bin/sh\n");
+  fs::remove(image_.etc("passwd"));
+  fs::create_symlink(secret, image_.etc("passwd"));
+  auto r = run_python("print(open('/etc/passwd').read())\n", {"--config", config_});
+  ASSERT_EQ(r.result.value("status", ""), "exited") << r.exec.out << r.exec.err;
+  EXPECT_EQ(r.stdout_text().find("SECRET-HOST-LINE"), std::string::npos) << r.stdout_text();
+  EXPECT_NE(r.stdout_text().find("sandbox:x:1000:1000"), std::string::npos) << r.stdout_text();
 }
