@@ -6,7 +6,7 @@
 # `sandboxrun image build-default` runs this script with SANDBOXRUN_IMAGE_STORE set).
 #
 # Variants (NAME, default `default`):
-#   default   Debian bookworm + python3 and pip
+#   default   Debian bookworm + python3, pip and tzdata
 #   science   default + Debian's python3-numpy, -pandas, -matplotlib, -scipy (~1.1 GiB unpacked)
 # `--image NAME` (or `image: NAME` in sandbox.yaml) selects one by name.
 #
@@ -39,11 +39,13 @@ layout=$store/images/$name
 rootfs=$store/rootfs/$name
 stamp=$store/rootfs/.$name.digest
 # What each variant must be able to import once unpacked (a broken image is never stamped).
-check='import json, csv, sqlite3, decimal, ssl, multiprocessing, asyncio'
+# tzdata: zoneinfo's time zones, as in Docker's python images (without it ZoneInfo("Europe/Paris")
+# fails and TZ= silently means UTC).
+check='import json, csv, sqlite3, decimal, ssl, multiprocessing, asyncio, zoneinfo; zoneinfo.ZoneInfo("Europe/Paris")'
 case "$name" in
-  default) packages=python3,python3-pip ;;
+  default) packages=python3,python3-pip,tzdata ;;
   science)
-    packages=python3,python3-pip,python3-numpy,python3-pandas,python3-matplotlib,python3-scipy
+    packages=python3,python3-pip,tzdata,python3-numpy,python3-pandas,python3-matplotlib,python3-scipy
     check="$check; import numpy, pandas, scipy, matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot" ;;
 esac
 # Bumped whenever the recipe changes, so that existing layouts are rebuilt (stored in .packages).

@@ -31,6 +31,15 @@ TEST(Workload, Threads) {
             "1240\n");
 }
 
+// Named time zones (tzdata in the image, as in Docker's python images) and the account of the
+// run's user (getpass, pwd, `~`).
+TEST(Workload, TimeZonesAndTheCurrentUser) {
+  expect_ok("import datetime, getpass, os, pwd, zoneinfo\n"
+            "d = datetime.datetime(2026, 7, 1, 12, tzinfo=zoneinfo.ZoneInfo('Europe/Paris'))\n"
+            "print(d.utcoffset(), getpass.getuser(), pwd.getpwuid(os.getuid()).pw_dir, os.path.expanduser('~'))\n",
+            "2:00:00 sandbox /tmp /tmp\n");
+}
+
 TEST(Workload, SubprocessAndShell) {
   expect_ok("import subprocess\nprint(subprocess.run(['python3', '-c', 'print(6*7)'], capture_output=True, "
             "text=True).stdout.strip())\nprint(subprocess.run('echo hi | tr a-z A-Z', shell=True, capture_output=True, "
