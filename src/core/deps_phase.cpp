@@ -166,15 +166,27 @@ json install(const DepsInputs& in, const deps::Requirements& reqs, const Sandbox
     proxy->start();
   };
   RunOutcome o = run_sandbox(l);
+  // pip reports a refused or unreachable index as "no matching distribution": the proxy knows why.
+  std::string refused;
+  size_t refusals = 0;
   if (proxy) {
     proxy->stop();
     record["connections"] = connections_json(*proxy);
+    for (const auto& rec : proxy->records())
+      // Refused by the policy, or allowed but never connected (no upstream address).
+      if ((rec.verdict != net::Verdict::allowed || rec.address.empty()) && !rec.reason.empty() && ++refusals <= 3)
+        refused += (refused.empty() ? "" : "; ") + rec.host + ":" + std::to_string(rec.port) + " (" + rec.reason + ")";
   }
   if (o.status != RunStatus::exited || o.exit_code != 0) {
     std::string why = tail_lines(o.stderr_data, 8, 2000);
     if (o.status == RunStatus::timeout) why = "pip ran longer than " + std::to_string(int(kDepsTimeoutS)) + " s. " + why;
     else if (o.status == RunStatus::oom) why = "pip exceeded the install phase's memory limit. " + why;
     else if (o.status == RunStatus::error) why = o.error;
+    if (!refused.empty())
+      throw Error("installing the requirements failed: the package index could not be reached: " + refused +
+                      (refusals > 3 ? " and " + std::to_string(refusals - 3) + " more" : "") + ". pip said: " + why,
+                  "check that " + in.cfg.package_index.url +
+                      " resolves and answers from this host, and that its hosts are in package_index");
     throw Error("installing the requirements failed: " + why,
                 "check the requirement names, versions and hashes against " + in.cfg.package_index.url);
   }
