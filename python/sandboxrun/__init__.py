@@ -9,6 +9,7 @@ assessment and the audit log are exactly those of ``sandboxrun run``.
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -118,6 +119,16 @@ class RunResult:
     audit_seq: Optional[int] = None
     raw: Dict[str, Any] = field(default_factory=dict)  # the whole JSON object
 
+    @property
+    def stdout_bytes(self) -> bytes:
+        """The program's standard output exactly (``stdout`` is text: bytes that are not UTF-8
+        read as U+FFFD there)."""
+        return _stream_bytes(self.raw, "stdout", self.stdout)
+
+    @property
+    def stderr_bytes(self) -> bytes:
+        return _stream_bytes(self.raw, "stderr", self.stderr)
+
     @classmethod
     def from_json(cls, j: Mapping[str, Any]) -> "RunResult":
         return cls(
@@ -144,6 +155,11 @@ class AuditReport:
 
 
 FileSource = Union[bytes, str, os.PathLike]
+
+
+def _stream_bytes(raw: Mapping[str, Any], name: str, text: str) -> bytes:
+    b64 = raw.get(name + "_base64")
+    return base64.b64decode(b64) if b64 is not None else text.encode()
 
 
 def _verdict_summary(a: "Assessment", most: int = 3) -> str:

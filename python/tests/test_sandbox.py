@@ -132,3 +132,9 @@ def test_refused_override_raises_its_own_error(sandbox):
     assert not isinstance(e.value, OverrideRefusedError)
     r = sandbox.run(dormant, override="reviewed: the loop is dead code")
     assert r.stdout == "ran\n" and r.raw["overridden"] is True
+
+
+def test_binary_output_comes_back_exactly(sandbox):
+    r = sandbox.run("import sys\nsys.stdout.buffer.write(b'\\xff\\xfe ok')\nprint('t\\u00e9xt', file=sys.stderr)\n")
+    assert r.stdout_bytes == b"\xff\xfe ok"
+    assert r.stderr_bytes == "t\u00e9xt\n".encode()

@@ -50,6 +50,7 @@ LibCrypto load() {
   bind(lib, t.EVP_MAC_final, "EVP_MAC_final");
   bind(lib, t.OSSL_PARAM_construct_utf8_string, "OSSL_PARAM_construct_utf8_string");
   bind(lib, t.OSSL_PARAM_construct_end, "OSSL_PARAM_construct_end");
+  bind(lib, t.EVP_EncodeBlock, "EVP_EncodeBlock");
   return t;
 }
 

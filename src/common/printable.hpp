@@ -56,4 +56,18 @@ inline bool valid_utf8(std::string_view s) noexcept {
   return true;
 }
 
+// The length of `s` without a multi-byte sequence cut off at its end (at most 3 bytes), for
+// text that a byte limit may have cut in the middle of a character.
+inline size_t utf8_complete_prefix(std::string_view s) noexcept {
+  for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
+    const auto c = static_cast<unsigned char>(s[s.size() - back]);
+    if (c < 0x80) return s.size();                      // ASCII: nothing was cut
+    if ((c & 0xC0) == 0xC0) {                            // a lead byte: is its sequence whole?
+      const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+      return need > back ? s.size() - back : s.size();
+    }
+  }
+  return s.size();
+}
+
 }  // namespace sandboxrun

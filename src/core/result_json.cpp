@@ -1,5 +1,10 @@
 #include "result_json.hpp"
 
+#include <tuple>
+
+#include "common/libcrypto.hpp"
+#include "common/printable.hpp"
+#include "sandboxrun/error.hpp"
 #include "sandboxrun/executor.hpp"
 
 namespace sandboxrun {
@@ -78,6 +83,18 @@ std::string denied_summary(const json& denied) {
 
 }  // namespace core
 
+namespace {
+
+std::string base64(const std::string& data) {
+  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
+  const int n = libcrypto().EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                            reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return out;
+}
+
+}  // namespace
+
 json RunResult::to_json() const {
   const RunOutcome& o = outcome;
   json j = {{"run_id", run_id},
@@ -94,6 +111,17 @@ json RunResult::to_json() const {
             {"assessment", assessment.to_json()},
             {"warnings", warnings},
             {"audit_seq", audit_seq ? json(*audit_seq) : json(nullptr)}};
+  // JSON strings are text: bytes that are not UTF-8 would come out as U+FFFD, so such a stream
+  // is also given exactly, in base64 (a sequence cut by the output limit still counts as text).
+  for (const auto& [name, data, cut] : {std::tuple{"stdout_base64", &o.stdout_data, o.stdout_truncated},
+                                        std::tuple{"stderr_base64", &o.stderr_data, o.stderr_truncated}})
+    if (!valid_utf8(cut ? std::string_view(*data).substr(0, utf8_complete_prefix(*data)) : std::string_view(*data))) {
+      try {
+        j[name] = base64(*data);
+      } catch (const Error& e) {  // no libcrypto: the lossy text is all there is, and why
+        j["warnings"].push_back(std::string(name) + " not given: " + e.describe());
+      }
+    }
   if (signal) j["signal"] = signal;
   if (!error.empty()) j["error"] = error;
   if (decision.override_refused) j["override_refused"] = *decision.override_refused;

@@ -226,6 +226,22 @@ TEST(Jobs, OutputWalkReadsABoundedNumberOfNames) {
   EXPECT_LE(j.result["outputs_skipped_count"].get<uint64_t>(), 20000u);
 }
 
+// JSON strings are text: a stream that is not UTF-8 also comes back exactly, in base64; text
+// cut by the output limit in the middle of a character is still text.
+TEST(Jobs, BinaryOutputComesBackExactlyInBase64) {
+  TempDir d;
+  auto j = run_job(d, "import sys\nsys.stdout.buffer.write(bytes(range(256)))\nprint('\\u20ac' * 400000, file=sys.stderr)\n", {});
+  ASSERT_EQ(j.exec.exit_code, 0) << j.exec.err;
+  ASSERT_TRUE(j.result.contains("stdout_base64")) << j.result.dump().substr(0, 500);
+  std::string all;
+  for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
+  const auto b64 = j.result["stdout_base64"].get<std::string>();
+  EXPECT_EQ(b64.substr(0, 8), "AAECAwQF") << b64.substr(0, 40);
+  EXPECT_EQ(b64.size(), 344u);
+  EXPECT_EQ(j.result["stderr_truncated"], true);
+  EXPECT_FALSE(j.result.contains("stderr_base64")) << "a character cut at the limit is not binary";
+}
+
 TEST(Jobs, OutputDirectoryMustBeNewOrEmpty) {
   TempDir d;
   std::string out = d.path() + "/out";
