@@ -163,6 +163,11 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   app.add_flag("-v,--verbose", opt.verbose, "log what the launcher does");
   if (auto rc = parse_or_exit(app, argv)) return *rc;
   if (opt.verbose) log::set_level(log::Level::info);
+  if (opt.json && opt.stats && *opt.stats == "-") {
+    // Both would write to stdout, and the result would no longer be one JSON object there.
+    log::error("--stats - and --json both write to stdout: give --stats a file");
+    return exit_code::usage;
+  }
 
   RunRequest req;
   if (opt.memory) {

@@ -122,6 +122,10 @@ TEST(Resources, StatsStreamHasSamples) {
   }
   EXPECT_GE(n, 3) << "samples every 100 ms over ~0.7 s";
   EXPECT_GE(peak, 30u << 20);
+  // With --json, stdout carries one JSON object: samples cannot go there too.
+  auto both = run_binary({"--json", "--stats", "-", script});
+  EXPECT_EQ(both.exit_code, 2) << both.out;
+  EXPECT_NE(both.err.find("--stats - and --json both write to stdout"), std::string::npos) << both.err;
 }
 
 TEST(Resources, LimitsMayOnlyTightenAndAdjustmentsAreReported) {
