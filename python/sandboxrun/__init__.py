@@ -219,11 +219,14 @@ class Sandbox:
             args: Sequence[str] = (), timeout: Optional[float] = None, memory: Optional[str] = None,
             cpus: Optional[float] = None, pids: Optional[int] = None, override: Optional[str] = None,
             caller: Optional[str] = None, labels: Optional[Mapping[str, str]] = None,
-            run_id: Optional[str] = None, name: str = "main.py") -> RunResult:
+            run_id: Optional[str] = None, name: str = "main.py", image: Optional[str] = None,
+            requirements: Optional[Union[str, Sequence[str]]] = None) -> RunResult:
         """Runs ``code`` with ``files`` copied into /work (bytes, or a path on this host) and
         returns the result with every file the program created or changed under /work in
-        ``outputs``. Raises BlockedError, SetupError or UsageError; a program that fails is
-        not an error (see ``exit_code`` and ``status``)."""
+        ``outputs``. ``image`` names an image (``science``), a rootfs directory or an OCI
+        layout; ``requirements`` (pip requirement lines, as one text or a list) are installed
+        first in a separate, cached phase. Raises BlockedError, SetupError or UsageError; a
+        program that fails is not an error (see ``exit_code`` and ``status``)."""
         if not _plain_relative(name) or "/" in name:
             raise UsageError(f"name: {name!r} is not a plain file name (no '/', '.' or '..')")
         with tempfile.TemporaryDirectory(prefix="sandboxrun-py-") as tmp:
@@ -245,8 +248,14 @@ class Sandbox:
                 cmd += ["--input", f"{os.fspath(src)}:{rel}"]
             if trust is not None:
                 cmd += ["--trust", trust]
+            if requirements is not None:
+                req_file = base / "requirements.txt"
+                text = requirements if isinstance(requirements, str) else "".join(f"{r}\n" for r in requirements)
+                req_file.write_text(text)
+                cmd += ["--requirements", str(req_file)]
             for opt, val in (("--timeout", timeout), ("--memory", memory), ("--cpus", cpus), ("--pids", pids),
-                             ("--override", override), ("--caller", caller), ("--run-id", run_id)):
+                             ("--override", override), ("--caller", caller), ("--run-id", run_id),
+                             ("--image", image)):
                 if val is not None:
                     cmd += [opt, str(val)]
             for k, v in (labels or {}).items():

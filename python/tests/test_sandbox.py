@@ -138,3 +138,15 @@ def test_binary_output_comes_back_exactly(sandbox):
     r = sandbox.run("import sys\nsys.stdout.buffer.write(b'\\xff\\xfe ok')\nprint('t\\u00e9xt', file=sys.stderr)\n")
     assert r.stdout_bytes == b"\xff\xfe ok"
     assert r.stderr_bytes == "t\u00e9xt\n".encode()
+
+
+def test_image_and_requirements_reach_the_command(sandbox):
+    r = sandbox.run("print('ok')\n", image="default")
+    assert r.stdout == "ok\n"
+    with pytest.raises(SetupError) as e:
+        sandbox.run("print('ok')\n", image="/nonexistent/rootfs")
+    assert "/nonexistent/rootfs" in str(e.value)
+    # A requirement line pip's parser refuses is named before anything is installed.
+    with pytest.raises((SetupError, UsageError)) as e:
+        sandbox.run("print('ok')\n", requirements=["-e ./local"])
+    assert "-e ./local" in str(e.value) or "requirement" in str(e.value)
