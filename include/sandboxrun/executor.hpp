@@ -50,6 +50,10 @@ struct RunRequest {
   std::string code;                 // the exact bytes to assess and run
   std::string name = "main.py";     // its file name inside the sandbox and in the audit log
   std::vector<std::string> args;    // sys.argv[1:]
+  // Set in the program's environment over the trust level's `environment:` (the variables the
+  // run itself needs still win: the proxy's in allowlist mode; /run/deps goes first on
+  // PYTHONPATH). Names [A-Za-z_][A-Za-z0-9_]*; values are not audited, only the names.
+  std::map<std::string, std::string> env;
   std::optional<Trust> trust;       // unset: default_trust of sandbox.yaml
   RunOverrides limits;              // may only tighten the trust level's limits
   // Run a refused (BLOCKED) verdict anyway, audited; security.yaml's `override:` policy decides

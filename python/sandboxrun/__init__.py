@@ -220,12 +220,14 @@ class Sandbox:
             cpus: Optional[float] = None, pids: Optional[int] = None, override: Optional[str] = None,
             caller: Optional[str] = None, labels: Optional[Mapping[str, str]] = None,
             run_id: Optional[str] = None, name: str = "main.py", image: Optional[str] = None,
-            requirements: Optional[Union[str, Sequence[str]]] = None) -> RunResult:
+            requirements: Optional[Union[str, Sequence[str]]] = None,
+            env: Optional[Mapping[str, str]] = None) -> RunResult:
         """Runs ``code`` with ``files`` copied into /work (bytes, or a path on this host) and
         returns the result with every file the program created or changed under /work in
         ``outputs``. ``image`` names an image (``science``), a rootfs directory or an OCI
         layout; ``requirements`` (pip requirement lines, as one text or a list) are installed
-        first in a separate, cached phase. Raises BlockedError, SetupError or UsageError; a
+        first in a separate, cached phase; ``env`` is set in the program's environment (the
+        audit log records the names only). Raises BlockedError, SetupError or UsageError; a
         program that fails is not an error (see ``exit_code`` and ``status``)."""
         if not _plain_relative(name) or "/" in name:
             raise UsageError(f"name: {name!r} is not a plain file name (no '/', '.' or '..')")
@@ -260,6 +262,8 @@ class Sandbox:
                     cmd += [opt, str(val)]
             for k, v in (labels or {}).items():
                 cmd += ["--label", f"{k}={v}"]
+            for k, v in (env or {}).items():
+                cmd += ["--env", f"{k}={v}"]
             data = None
             if stdin is not None:
                 cmd.append("--stdin")

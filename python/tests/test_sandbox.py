@@ -150,3 +150,10 @@ def test_image_and_requirements_reach_the_command(sandbox):
     with pytest.raises((SetupError, UsageError)) as e:
         sandbox.run("print('ok')\n", requirements=["-e ./local"])
     assert "-e ./local" in str(e.value) or "requirement" in str(e.value)
+
+
+def test_env_reaches_the_program(sandbox):
+    r = sandbox.run("import os\nprint(os.environ['GREETING'])\n", env={"GREETING": "hi there"})
+    assert r.stdout == "hi there\n"
+    with pytest.raises(UsageError):
+        sandbox.run("print(1)\n", env={"BAD-NAME": "x"})

@@ -41,6 +41,7 @@ struct RunOptions {
   std::optional<std::string> output;
   std::optional<std::string> caller;
   std::vector<std::string> labels;
+  std::vector<std::string> env;
   std::optional<std::string> run_id;
   std::optional<std::string> requirements;
   bool verbose = false;
@@ -157,6 +158,8 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   app.add_option("--output", opt.output, "copy files created or changed under /work to DIR (new or empty)");
   app.add_option("--caller", opt.caller, "who the run is for (audited)");
   app.add_option("--label", opt.labels, "KEY=VALUE recorded with the run (repeatable)")->allow_extra_args(false);
+  app.add_option("-e,--env", opt.env, "KEY=VALUE in the program's environment (repeatable; names audited)")
+      ->allow_extra_args(false);
   app.add_option("--run-id", opt.run_id, "the run's id (A-Z a-z 0-9 . _ -, at most 64; must be new)");
   app.add_option("--requirements", opt.requirements,
                  "pip requirements file, installed in a separate, cached phase (index only, binary wheels)");
@@ -188,6 +191,14 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   req.capture = opt.json;
   req.caller = opt.caller;
   req.run_id = opt.run_id;
+  for (const auto& e : opt.env) {
+    const auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      log::error("--env {}: expected KEY=VALUE", e);
+      return exit_code::usage;
+    }
+    req.env[e.substr(0, eq)] = e.substr(eq + 1);
+  }
   for (const auto& l : opt.labels) {
     const auto eq = l.find('=');
     if (eq == std::string::npos || eq == 0) {

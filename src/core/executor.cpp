@@ -298,6 +298,7 @@ Assessment Executor::Impl::assess_job(const RunRequest& req, json& stored) const
 
 void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch) const {
   SandboxSpec spec = resolve_spec(cfg, *r.decision.used, req.limits, host);
+  for (const auto& [k, v] : req.env) spec.env[k] = v;  // before what the run itself sets below
   core::ResolvedImage img = core::resolve_image(req.image ? *req.image : cfg.image);
   core::apply_image(spec, img);
   r.image_digest = img.digest;
@@ -346,6 +347,11 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
                 {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
                 {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
                 {"overridden", r.decision.overridden}, {"inputs", records_to_json(r.inputs, inputs_stored)}};
+  if (!req.env.empty()) {
+    json names = json::array();  // values may be credentials: the names say what was set
+    for (const auto& kv : req.env) names.push_back(kv.first);
+    start["env"] = std::move(names);
+  }
   if (launch.id_slot) start["id_slot"] = core::id_slot_to_json(launch.id_slot->info());
   log.defer([this, &req, &r, start = std::move(start)]() mutable {
     if (std::optional<CodeDiff> diff = version_diff(req, r)) start["diff_from"] = *diff;

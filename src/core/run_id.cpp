@@ -40,6 +40,16 @@ void validate_run_identity(const RunRequest& req) {
   if (req.caller && (req.caller->empty() || req.caller->size() > 128 || !printable(*req.caller) ||
                      std::any_of(req.caller->begin(), req.caller->end(), [](unsigned char c) { return c > 0x7e; })))
     throw Error("caller '" + *req.caller + "' is not accepted", "use 1-128 printable ASCII characters");
+  if (req.env.size() > 64) throw Error(std::to_string(req.env.size()) + " environment variables", "pass at most 64 --env KEY=VALUE");
+  for (const auto& [k, v] : req.env) {
+    const bool name_ok = !k.empty() && k.size() <= 128 && !std::isdigit(static_cast<unsigned char>(k[0])) &&
+                         std::all_of(k.begin(), k.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+    if (!name_ok)
+      throw Error("environment variable name '" + k + "' is not accepted",
+                  "use 1-128 characters of A-Z a-z 0-9 _, not starting with a digit");
+    if (v.size() > 32768 || v.find('\0') != std::string::npos)
+      throw Error("environment variable " + k + " has a value that is not accepted", "use at most 32 KiB, no NUL byte");
+  }
   if (req.labels.size() > 32)
     throw Error(std::to_string(req.labels.size()) + " labels", "pass at most 32 --label KEY=VALUE");
   for (const auto& [k, v] : req.labels) {

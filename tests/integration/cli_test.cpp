@@ -137,3 +137,21 @@ TEST(Cli, AuditVerifyTellsAWrongPathFromADeletedLog) {
   EXPECT_EQ(deleted.exit_code, 1) << deleted.out << deleted.err;
   EXPECT_NE(deleted.out.find("audit log DAMAGED: missing"), std::string::npos) << deleted.out;
 }
+
+// --env sets the program's environment over the config's; the audit log names the variables but
+// never holds their values (they may be credentials); bad names are usage errors.
+TEST(Cli, EnvReachesTheProgramAndOnlyItsNamesAreAudited) {
+  TempDir d;
+  const std::string log = d.path() + "/audit.log";
+  const std::string job = d.write("job.py", "import os\nprint(os.environ['API_TOKEN'], os.environ['LANG'])\n");
+  auto r = run_binary({"-e", "API_TOKEN=s3cret-value", "--env", "LANG=en_US.UTF-8", "--audit-log", log, job});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "s3cret-value en_US.UTF-8\n");
+  const std::string audit = sandboxrun::testing::read_text(log);
+  EXPECT_NE(audit.find("\"env\":[\"API_TOKEN\",\"LANG\"]"), std::string::npos) << audit.substr(0, 2000);
+  EXPECT_EQ(audit.find("s3cret-value"), std::string::npos) << "an environment value reached the audit log";
+  for (const char* bad : {"1X=2", "A-B=1", "=x", "NOEQ"}) {
+    auto b = run_binary({"--env", bad, job});
+    EXPECT_EQ(b.exit_code, 2) << bad << ": " << b.err;
+  }
+}
