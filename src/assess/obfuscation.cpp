@@ -205,28 +205,6 @@ std::optional<std::string> coding_cookie(std::string_view source) {
   return std::nullopt;
 }
 
-// Offset of the first byte that does not start or continue a valid UTF-8 sequence (overlong
-// forms and surrogates included, which CPython refuses too); npos if none.
-size_t first_invalid_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    // Source is nearly all ASCII: skip it eight bytes at a time (this reads the whole file).
-    for (uint64_t w; i + 8 <= s.size(); i += 8) {
-      std::memcpy(&w, s.data() + i, 8);
-      if (w & 0x8080808080808080ULL) break;
-    }
-    if (i >= s.size()) break;
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    const size_t len = utf8_len(reinterpret_cast<const unsigned char*>(s.data()) + i, s.size() - i);
-    if (len == 0) return i;
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
 }  // namespace
 
 std::optional<std::string> unusual_source_encoding(std::string_view source) {

@@ -41,33 +41,4 @@ inline std::string printable(std::string_view in, size_t max = std::string::npos
   return out;
 }
 
-// True when `s` is valid UTF-8 (what JSON can carry without replacing bytes).
-inline bool valid_utf8(std::string_view s) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  for (size_t i = 0; i < s.size();) {
-    if (p[i] < 0x80) {
-      ++i;
-      continue;
-    }
-    const size_t n = utf8_len(p + i, s.size() - i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
-// The length of `s` without a multi-byte sequence cut off at its end (at most 3 bytes), for
-// text that a byte limit may have cut in the middle of a character.
-inline size_t utf8_complete_prefix(std::string_view s) noexcept {
-  for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
-    const auto c = static_cast<unsigned char>(s[s.size() - back]);
-    if (c < 0x80) return s.size();                      // ASCII: nothing was cut
-    if ((c & 0xC0) == 0xC0) {                            // a lead byte: is its sequence whole?
-      const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-      return need > back ? s.size() - back : s.size();
-    }
-  }
-  return s.size();
-}
-
 }  // namespace sandboxrun

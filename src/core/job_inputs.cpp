@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "common/printable.hpp"
+#include "common/utf8.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/job_io.hpp"
 #include "common/sha256.hpp"

@@ -3,7 +3,7 @@
 #include <tuple>
 
 #include "common/libcrypto.hpp"
-#include "common/printable.hpp"
+#include "common/utf8.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/executor.hpp"
 
