@@ -132,6 +132,19 @@ void explain_end(const RunResult& r, const std::string& file) {
   }
 }
 
+// Each KEY=VALUE of a repeatable option into `into`; false (said) at the first without a KEY.
+bool key_values(const char* option, const std::vector<std::string>& given, std::map<std::string, std::string>& into) {
+  for (const auto& kv : given) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      log::error("{} {}: expected KEY=VALUE", option, kv);
+      return false;
+    }
+    into[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return true;
+}
+
 }  // namespace
 
 int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wipe_end) {
@@ -191,22 +204,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   req.capture = opt.json;
   req.caller = opt.caller;
   req.run_id = opt.run_id;
-  for (const auto& e : opt.env) {
-    const auto eq = e.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      log::error("--env {}: expected KEY=VALUE", e);
-      return exit_code::usage;
-    }
-    req.env[e.substr(0, eq)] = e.substr(eq + 1);
-  }
-  for (const auto& l : opt.labels) {
-    const auto eq = l.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      log::error("--label {}: expected KEY=VALUE", l);
-      return exit_code::usage;
-    }
-    req.labels[l.substr(0, eq)] = l.substr(eq + 1);
-  }
+  if (!key_values("--env", opt.env, req.env) || !key_values("--label", opt.labels, req.labels)) return exit_code::usage;
   try {
     validate_run_identity(req);
   } catch (const Error& e) {
