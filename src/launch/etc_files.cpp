@@ -21,20 +21,13 @@ constexpr const char* managed[] = {"hosts", "hostname", "resolv.conf", "passwd",
 constexpr size_t kMaxAccountsFile = 1 << 20;
 
 // The image's /etc/NAME when it is a regular file (never followed: an image's symlink may name
-// a file of the host), up to kMaxAccountsFile bytes; else empty.
+// a file of the host); else empty. Over kMaxAccountsFile bytes is an error naming the file.
 std::string image_file(const std::string& host_etc, const char* name) {
-  UniqueFd fd(::open((host_etc + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  const std::string path = host_etc + "/" + name;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  std::string text(std::min<size_t>(static_cast<size_t>(st.st_size), kMaxAccountsFile), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  text.resize(got);
-  return text;
+  return read_fd(fd.get(), kMaxAccountsFile, path, "an image's account file is at most 1 MiB");
 }
 
 // `text` (passwd or group lines, whose third field is the id) with `line` added when no entry
