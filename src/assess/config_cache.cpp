@@ -1,6 +1,6 @@
 #include "assess/config_cache.hpp"
 
-#include "assess/cache_io.hpp"
+#include "common/cache_io.hpp"
 #include "common/sha256.hpp"
 
 namespace sandboxrun::assess {

@@ -8,7 +8,7 @@
 
 #include <cstdlib>
 
-#include "assess/cache_io.hpp"
+#include "common/cache_io.hpp"
 #include "common/sha256.hpp"
 #include "sandboxrun/fd.hpp"
 

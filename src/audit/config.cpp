@@ -12,6 +12,8 @@
 #include "sandboxrun/fd.hpp"
 #include "common/yaml_strict.hpp"
 #include "common/safe_open.hpp"
+#include "common/install_paths.hpp"
+#include "audit/config_cache.hpp"
 #include "internal.hpp"
 
 namespace sandboxrun {
@@ -43,12 +45,12 @@ std::filesystem::path config_path(const StrictYaml& r, const YAML::Node& n, cons
 
 }  // namespace
 
-AuditConfig load_audit_config(const std::filesystem::path& file) {
+namespace {
+
+AuditConfig parse_audit_config(const std::filesystem::path& file, const std::string& text) {
   AuditConfig cfg;
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) return cfg;
   const StrictYaml r(file);
-  const YAML::Node root = r.parse(read_file(file.string()));
+  const YAML::Node root = r.parse(text);
   if (root.IsNull()) return cfg;
   r.check_keys(root, "", {"path", "sync", "sync_batch", "key_file", "store_code", "store_files", "checkpoint", "rotation"});
   if (auto n = root["path"]) cfg.path = config_path(r, n, "path");
@@ -80,6 +82,21 @@ AuditConfig load_audit_config(const std::filesystem::path& file) {
     if (auto n = rot["keep_files"]) cfg.keep_files = r.integer(n, "rotation.keep_files", 0, 1000000);
     if (auto n = rot["keep_age"]) cfg.keep_age = duration(r, n, "rotation.keep_age");
   }
+  return cfg;
+}
+
+}  // namespace
+
+AuditConfig load_audit_config(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return AuditConfig{};
+  const std::string text = read_file(file.string());
+  const std::filesystem::path cache_dir = default_cache_root();
+  if (cache_dir.empty()) return parse_audit_config(file, text);
+  const std::filesystem::path absolute = std::filesystem::absolute(file, ec);
+  if (auto cached = audit::load_cached_config(absolute, text, cache_dir)) return *cached;
+  AuditConfig cfg = parse_audit_config(file, text);
+  audit::store_cached_config(absolute, text, cache_dir, cfg);
   return cfg;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "sandboxrun/config.hpp"
+#include "config/config_cache.hpp"
 #include "deps/deps.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
@@ -263,7 +264,13 @@ SandboxConfig load_sandbox_config(const std::filesystem::path& file) {
   } catch (const Error& e) {
     throw Error(e.what(), "pass --config PATH or set SANDBOXRUN_CONFIG", e.sys_errno());
   }
-  return parse_sandbox_config(text, std::filesystem::absolute(file));
+  const std::filesystem::path absolute = std::filesystem::absolute(file);
+  const std::filesystem::path cache_dir = default_cache_root();
+  if (cache_dir.empty()) return parse_sandbox_config(text, absolute);
+  if (std::optional<SandboxConfig> cached = config_cache::load(absolute, text, cache_dir)) return std::move(*cached);
+  SandboxConfig cfg = parse_sandbox_config(text, absolute);
+  config_cache::store(absolute, text, cache_dir, cfg);
+  return cfg;
 }
 
 std::filesystem::path find_config(const std::optional<std::string>& cli_path) {

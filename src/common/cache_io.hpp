@@ -1,4 +1,4 @@
-// The assessor's caches (compiled rules, parsed security.yaml): a directory private to the
+// Caches of parsed and compiled inputs (the assessor's rules, security.yaml, sandbox.yaml): a directory private to the
 // user, and entries in it that are verified before use. An entry is: magic, the hex digest of
 // what it was built from (its key), payload length, payload digest, payload. Files are opened
 // without following symlinks, must belong to the user and be writable by nobody else, and are
@@ -16,7 +16,7 @@
 
 #include "sandboxrun/fd.hpp"
 
-namespace sandboxrun::assess::cache {
+namespace sandboxrun::cache {
 
 // The cache directory (its last two levels created 0700 when missing), or an invalid fd and
 // `why` it cannot be trusted.
@@ -129,4 +129,4 @@ class Reader {
   bool ok_ = true;
 };
 
-}  // namespace sandboxrun::assess::cache
+}  // namespace sandboxrun::cache

@@ -1,4 +1,4 @@
-#include "assess/cache_io.hpp"
+#include "common/cache_io.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 
 #include "common/sha256.hpp"
 
-namespace sandboxrun::assess::cache {
+namespace sandboxrun::cache {
 
 namespace {
 
@@ -81,7 +81,7 @@ void prune(int dirfd, std::string_view kind, std::string_view suffix, const std:
   while (const struct dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
     struct stat st {};
-    const bool temp = name.starts_with(".assess-") && name.ends_with(".tmp");
+    const bool temp = name.starts_with(".") && name.substr(1).starts_with(kind) && name.ends_with(".tmp");
     const bool entry = name.size() == kind.size() + kDigestHex + suffix.size() && name.starts_with(kind) &&
                        name.ends_with(suffix) && is_hex_digest(name.substr(kind.size(), kDigestHex)) && name != keep;
     if ((!temp && !entry) || ::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
@@ -158,4 +158,4 @@ bool write_entry(int dirfd, const std::string& name, std::string_view magic, std
   return true;
 }
 
-}  // namespace sandboxrun::assess::cache
+}  // namespace sandboxrun::cache
