@@ -108,13 +108,8 @@ bool get(std::string_view payload, SecurityConfig& c, std::vector<std::filesyste
 
 bool load_cached_settings(const std::filesystem::path& security_yaml, const std::filesystem::path& project_root,
                           const std::string& text, const std::filesystem::path& cache_dir, SecurityConfig& cfg) {
-  std::string why;
-  UniqueFd dir = cache::open_dir(cache_dir, why);
-  if (!dir) return false;
-  const std::string key = key_of(security_yaml, project_root, text);
-  bool rejected = false;
   const std::optional<cache::Entry> payload =
-      cache::read_entry(dir.get(), "assess-config-" + key + ".bin", kMagic, key, rejected);
+      cache::read_keyed(cache_dir, "assess-config-", kMagic, key_of(security_yaml, project_root, text));
   SecurityConfig c;
   std::vector<std::filesystem::path> candidates;
   if (!payload || !get(payload->payload(), c, candidates)) return false;
@@ -138,11 +133,7 @@ void store_cached_settings(const std::filesystem::path& security_yaml, const std
   // Who may override is named by user and group names, resolved to ids at load time: a cached
   // resolution would outlive a change to the accounts (a name deleted, its id given to another).
   if (cfg.override_policy.allowed_uids || cfg.override_policy.allowed_groups) return;
-  std::string why;
-  UniqueFd dir = cache::open_dir(cache_dir, why);
-  if (!dir) return;
-  const std::string key = key_of(security_yaml, project_root, text);
-  cache::write_entry(dir.get(), "assess-config-" + key + ".bin", kMagic, key, put(cfg, rules_candidates));
+  cache::write_keyed(cache_dir, "assess-config-", kMagic, key_of(security_yaml, project_root, text), put(cfg, rules_candidates));
 }
 
 }  // namespace sandboxrun::assess

@@ -60,22 +60,13 @@ std::optional<AuditConfig> get(std::string_view payload) {
 
 std::optional<AuditConfig> load_cached_config(const std::filesystem::path& file, const std::string& text,
                                               const std::filesystem::path& cache_dir) {
-  std::string why;
-  UniqueFd dir = cache::open_dir(cache_dir, why);
-  if (!dir) return std::nullopt;
-  const std::string key = key_of(file, text);
-  bool rejected = false;
-  const std::optional<cache::Entry> entry = cache::read_entry(dir.get(), std::string(kKind) + key + ".bin", kMagic, key, rejected);
+  const std::optional<cache::Entry> entry = cache::read_keyed(cache_dir, kKind, kMagic, key_of(file, text));
   return entry ? get(entry->payload()) : std::nullopt;
 }
 
 void store_cached_config(const std::filesystem::path& file, const std::string& text,
                          const std::filesystem::path& cache_dir, const AuditConfig& cfg) {
-  std::string why;
-  UniqueFd dir = cache::open_dir(cache_dir, why);
-  if (!dir) return;
-  const std::string key = key_of(file, text);
-  cache::write_entry(dir.get(), std::string(kKind) + key + ".bin", kMagic, key, put(cfg));
+  cache::write_keyed(cache_dir, kKind, kMagic, key_of(file, text), put(cfg));
 }
 
 }  // namespace sandboxrun::audit

@@ -158,4 +158,19 @@ bool write_entry(int dirfd, const std::string& name, std::string_view magic, std
   return true;
 }
 
+std::optional<Entry> read_keyed(const std::filesystem::path& cache_dir, std::string_view kind, std::string_view magic,
+                                const std::string& key) {
+  std::string why;
+  UniqueFd dir = open_dir(cache_dir, why);
+  bool rejected = false;
+  if (!dir) return std::nullopt;
+  return read_entry(dir.get(), std::string(kind) + key + ".bin", magic, key, rejected);
+}
+
+void write_keyed(const std::filesystem::path& cache_dir, std::string_view kind, std::string_view magic,
+                 const std::string& key, std::string_view payload) {
+  std::string why;
+  if (UniqueFd dir = open_dir(cache_dir, why)) write_entry(dir.get(), std::string(kind) + key + ".bin", magic, key, payload);
+}
+
 }  // namespace sandboxrun::cache

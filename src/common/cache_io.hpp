@@ -51,6 +51,13 @@ std::optional<Entry> read_entry(int dirfd, const std::string& name, std::string_
 bool write_entry(int dirfd, const std::string& name, std::string_view magic, std::string_view key,
                  std::string_view payload);
 
+// The same for entry `kind` + key + ".bin" in `cache_dir` (opened with open_dir): nullopt for a
+// missing, unusable or rejected entry; a write is best effort.
+std::optional<Entry> read_keyed(const std::filesystem::path& cache_dir, std::string_view kind, std::string_view magic,
+                                const std::string& key);
+void write_keyed(const std::filesystem::path& cache_dir, std::string_view kind, std::string_view magic,
+                 const std::string& key, std::string_view payload);
+
 // A length-prefixed binary encoding.
 class Writer {
  public:

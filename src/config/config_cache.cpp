@@ -176,14 +176,8 @@ std::string encode(const SandboxConfig& cfg) { return put(cfg); }
 
 std::optional<SandboxConfig> load(const std::filesystem::path& file, const std::string& text,
                                   const std::filesystem::path& cache_dir) {
-  std::string why;
-  UniqueFd dir = cache::open_dir(cache_dir, why);
-  if (!dir) return std::nullopt;
-  const std::string key = key_of(file, text);
-  bool rejected = false;
-  const std::optional<cache::Entry> entry = cache::read_entry(dir.get(), std::string(kKind) + key + ".bin", kMagic, key, rejected);
-  if (!entry) return std::nullopt;
-  std::optional<SandboxConfig> c = get(entry->payload());
+  const std::optional<cache::Entry> entry = cache::read_keyed(cache_dir, kKind, kMagic, key_of(file, text));
+  std::optional<SandboxConfig> c = entry ? get(entry->payload()) : std::nullopt;
   if (!c) return std::nullopt;
   c->file = file;
   c->dir = file.parent_path();
@@ -196,11 +190,7 @@ std::optional<SandboxConfig> load(const std::filesystem::path& file, const std::
 
 void store(const std::filesystem::path& file, const std::string& text, const std::filesystem::path& cache_dir,
            const SandboxConfig& cfg) {
-  std::string why;
-  UniqueFd dir = cache::open_dir(cache_dir, why);
-  if (!dir) return;
-  const std::string key = key_of(file, text);
-  cache::write_entry(dir.get(), std::string(kKind) + key + ".bin", kMagic, key, put(cfg));
+  cache::write_keyed(cache_dir, kKind, kMagic, key_of(file, text), put(cfg));
 }
 
 }  // namespace sandboxrun::config_cache
