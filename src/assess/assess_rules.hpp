@@ -8,7 +8,9 @@
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -42,37 +44,72 @@ struct Pattern {
   std::shared_ptr<Compiled> compiled_;
 };
 
+// A list of strings: views of the rule set's compiled form (see RuleSet).
+using Strs = std::span<const std::string_view>;
+
 // A condition on one argument of a call.
 struct ArgCondition {
   int index = -1;         // positional index
-  std::string keyword;    // or keyword name (either may select the argument)
+  std::string_view keyword;  // or keyword name (either may select the argument)
   bool any = false;       // or: some argument satisfies the value conditions
-  std::vector<std::string> contains;  // its text contains one of these
-  std::optional<Pattern> regex;       // its text matches
-  std::vector<std::string> equals;    // its text is one of these
-  std::vector<std::string> not_in;    // absent, or its text is none of these
+  Strs contains;          // its text contains one of these
+  std::optional<Pattern> regex;  // its text matches
+  Strs equals;            // its text is one of these
+  Strs not_in;            // absent, or its text is none of these
   std::optional<bool> dynamic, decoded, folded;
   std::optional<bool> present;
 };
 
+// A rule as loaded. Its strings and lists are views of the rule set that holds it.
 struct Rule {
   enum class Type : uint8_t { call, reference, import, string, detector, combo };
+  std::string_view id;
+  Severity severity = Severity::medium;
+  int score = 0;
+  std::string_view message;
+  Strs tags;                      // set when the rule matches; combo rules consume them
+  bool report = true;             // false: only sets tags
+
+  Type type = Type::call;
+  Strs names;                       // call / reference / import patterns ('*' matches anything)
+  std::span<const ArgCondition> args;  // call: all must hold
+  bool unbounded_loop = false;     // call: only inside `while True:` and the like
+  bool not_called = false;         // reference: only uses other than a direct call
+  Strs contains;                   // string: contains one of these
+  std::optional<Pattern> regex;    // string: and matches this (when given)
+  Detector detector = Detector::count_;
+  std::span<const Strs> all_of;    // combo: each entry is a list of alternatives
+};
+
+// The same, owning its strings: what the YAML parser builds and the compiled form encodes.
+struct ArgSpec {
+  int index = -1;
+  std::string keyword;
+  bool any = false;
+  std::vector<std::string> contains;
+  std::optional<Pattern> regex;
+  std::vector<std::string> equals;
+  std::vector<std::string> not_in;
+  std::optional<bool> dynamic, decoded, folded;
+  std::optional<bool> present;
+};
+
+struct RuleSpec {
   std::string id;
   Severity severity = Severity::medium;
   int score = 0;
   std::string message;
-  std::vector<std::string> tags;  // set when the rule matches; combo rules consume them
-  bool report = true;             // false: only sets tags
-
-  Type type = Type::call;
-  std::vector<std::string> names;  // call / reference / import patterns ('*' matches anything)
-  std::vector<ArgCondition> args;  // call: all must hold
-  bool unbounded_loop = false;     // call: only inside `while True:` and the like
-  bool not_called = false;         // reference: only uses other than a direct call
-  std::vector<std::string> contains;  // string: contains one of these
-  std::optional<Pattern> regex;       // string: and matches this (when given)
+  std::vector<std::string> tags;
+  bool report = true;
+  Rule::Type type = Rule::Type::call;
+  std::vector<std::string> names;
+  std::vector<ArgSpec> args;
+  bool unbounded_loop = false;
+  bool not_called = false;
+  std::vector<std::string> contains;
+  std::optional<Pattern> regex;
   Detector detector = Detector::count_;
-  std::vector<std::vector<std::string>> all_of;  // combo: each entry is a list of alternatives
+  std::vector<std::vector<std::string>> all_of;
 };
 
 // A name pattern with '*', split for a fast test: most have one star (prefix*suffix). Views of
@@ -85,6 +122,11 @@ struct Glob {
   bool match(std::string_view name) const noexcept;
 };
 
+// Rules in their compiled form (assess_rules_cache.hpp): one byte string that every Rule's
+// strings are views of, and the rules decoded from it with their lists in three arrays sized
+// once. A cached load maps the compiled form and decodes it in place: building a std::string
+// and a vector for each of ~3,000 strings and ~1,600 lists, then freeing them all at exit, was
+// most of a cached load (and 80 of a 1,000-line `assess`'s ~240 page faults).
 class RuleSet {
  public:
   // The index refers to the rules' own strings: a copy would refer to the original's.
@@ -103,16 +145,18 @@ class RuleSet {
   // Parses and validates rules text read from `file` (named in errors).
   static RuleSet parse(const std::filesystem::path& file, const std::string& text);
 
-  // The compiled form (rules without their YAML), for the cache in assess_rules_cache.hpp.
-  std::string serialize() const;
-  // nullopt when `bytes` is not a complete, valid compiled form.
+  // The compiled form, for the cache in assess_rules_cache.hpp.
+  std::string serialize() const { return std::string(bytes_); }
+  // nullopt when `bytes` is not a complete, valid compiled form. The first form copies the
+  // bytes; the second decodes `bytes` in place, `owner` keeping them alive (a mapped entry).
   static std::optional<RuleSet> deserialize(std::string_view bytes);
+  static std::optional<RuleSet> deserialize(std::string_view bytes, std::shared_ptr<const void> owner);
 
   const std::vector<Rule>& rules() const noexcept { return rules_; }
   // Tags of capabilities that can act on a string (run it, write it, send it, open it): the
   // file's `string` rule matches count only in a file that has one of them; elsewhere they are
   // words in a string, reported as info without a score. Empty: string matches always count.
-  const std::vector<std::string>& actuators() const noexcept { return actuators_; }
+  Strs actuators() const noexcept { return actuators_; }
 
   struct NameHash {
     using is_transparent = void;
@@ -150,10 +194,17 @@ class RuleSet {
   const Index& index() const noexcept { return index_; }
 
  private:
+  // The compiled form of `specs` (rules_cache.cpp).
+  static std::string encode(const std::vector<RuleSpec>& specs, const std::vector<std::string>& actuators);
   void build_index();
 
+  std::shared_ptr<const void> owner_;  // keeps bytes_ alive
+  std::string_view bytes_;
+  std::vector<std::string_view> strs_;  // every list's items, each list a run
+  std::vector<ArgCondition> args_;
+  std::vector<Strs> groups_;            // all_of groups
   std::vector<Rule> rules_;
-  std::vector<std::string> actuators_;
+  Strs actuators_;
   Index index_;
 };
 

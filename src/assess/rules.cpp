@@ -49,9 +49,9 @@ Severity severity(const StrictYaml& y, const YAML::Node& n, const std::string& k
   y.fail(n, key, "info, low, medium, high or critical");
 }
 
-ArgCondition arg_condition(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
+ArgSpec arg_condition(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
   y.check_keys(n, key, {"index", "keyword", "any", "contains", "regex", "equals", "not_in", "dynamic", "decoded", "folded", "present"});
-  ArgCondition a;
+  ArgSpec a;
   if (n["index"]) a.index = static_cast<int>(y.integer(n["index"], key + ".index", 0, 31));
   if (n["keyword"]) a.keyword = y.scalar(n["keyword"], key + ".keyword");
   if (n["any"]) a.any = y.boolean(n["any"], key + ".any");
@@ -68,7 +68,7 @@ ArgCondition arg_condition(const StrictYaml& y, const YAML::Node& n, const std::
   return a;
 }
 
-void parse_match(const StrictYaml& y, const YAML::Node& m, Rule& r, const std::string& key) {
+void parse_match(const StrictYaml& y, const YAML::Node& m, RuleSpec& r, const std::string& key) {
   y.check_keys(m, key, {"call", "reference", "import", "string", "detector", "all_of", "args", "unbounded_loop", "not_called"});
   int kinds = 0;
   for (const char* k : {"call", "reference", "import", "string", "detector", "all_of"}) kinds += m[k] ? 1 : 0;
@@ -130,7 +130,7 @@ uint16_t byte_pair(const char* p) noexcept {
 void set_bit(std::vector<uint64_t>& bits, size_t i) noexcept { bits[i / 64] |= uint64_t{1} << (i % 64); }
 bool test_bit(const std::vector<uint64_t>& bits, size_t i) noexcept { return (bits[i / 64] >> (i % 64) & 1) != 0; }
 
-bool contains_any(std::string_view text, const std::vector<std::string>& needles) {
+bool contains_any(std::string_view text, Strs needles) {
   for (const auto& n : needles)
     if (text.find(n) != std::string_view::npos) return true;
   return false;
@@ -268,10 +268,11 @@ RuleSet RuleSet::load(const std::filesystem::path& file) { return parse(file, re
 RuleSet RuleSet::parse(const std::filesystem::path& file, const std::string& text) {
   const StrictYaml y(file);
   const YAML::Node root = y.parse(text);
-  RuleSet set;
+  std::vector<RuleSpec> specs;
+  std::vector<std::string> actuators;
   try {
     y.check_keys(root, "", {"version", "actuators", "rules"});
-    if (root["actuators"]) set.actuators_ = string_list(y, root["actuators"], "actuators");
+    if (root["actuators"]) actuators = string_list(y, root["actuators"], "actuators");
     y.integer(y.require(root, "", "version", "1 (the rules format version)"), "version", 1, 1);
     const YAML::Node list = y.require(root, "", "rules", "a list of rules");
     if (!list.IsSequence()) y.fail(list, "rules", "a list of rules");
@@ -281,7 +282,7 @@ RuleSet RuleSet::parse(const std::filesystem::path& file, const std::string& tex
       const YAML::Node n = list[i];
       std::string key = "rules[" + std::to_string(i) + "]";
       if (!n.IsMap()) y.fail(n, key, "a rule mapping");
-      Rule r;
+      RuleSpec r;
       const YAML::Node id = y.require(n, key, "id", "a unique rule id");
       r.id = y.scalar(id, key + ".id", "a unique rule id");
       if (r.id.empty()) y.fail(id, key + ".id", "a unique rule id");
@@ -296,24 +297,26 @@ RuleSet RuleSet::parse(const std::filesystem::path& file, const std::string& tex
       const YAML::Node match = y.require(n, key, "match", "a match mapping");
       parse_match(y, match, r, key + ".match");
       all_of_nodes.push_back(match["all_of"]);
-      set.rules_.push_back(std::move(r));
+      specs.push_back(std::move(r));
     }
     // Combination rules may only name tags that some rule sets (catches typos).
     std::set<std::string, std::less<>> tags;
-    for (const auto& r : set.rules_) tags.insert(r.tags.begin(), r.tags.end());
-    for (const auto& t : set.actuators_)
+    for (const auto& r : specs) tags.insert(r.tags.begin(), r.tags.end());
+    for (const auto& t : actuators)
       if (!tags.count(t)) y.fail(root["actuators"], "actuators", "tags that some rule sets", "an unknown tag '" + t + "'");
-    for (size_t k = 0; k < set.rules_.size(); ++k)
-      for (const auto& g : set.rules_[k].all_of)
+    for (size_t k = 0; k < specs.size(); ++k)
+      for (const auto& g : specs[k].all_of)
         for (const auto& t : g)
           if (!tags.count(t))
-            y.fail(all_of_nodes[k], "rule '" + set.rules_[k].id + "'.match.all_of",
+            y.fail(all_of_nodes[k], "rule '" + specs[k].id + "'.match.all_of",
                    "tags that some rule sets in its tags", "an unknown tag '" + t + "'");
   } catch (const YAML::Exception& e) {
     throw Error(y.where(e.mark) + ": " + e.msg, "fix the rules file");
   }
-  set.build_index();
-  return set;
+  auto bytes = std::make_shared<const std::string>(encode(specs, actuators));
+  std::optional<RuleSet> set = deserialize(*bytes, bytes);
+  if (!set) throw Error(file.string() + ": the rules did not survive their own encoding", "report this as a bug");
+  return std::move(*set);
 }
 
 void RuleSet::build_index() {
@@ -432,7 +435,7 @@ bool value_ok(const ArgCondition& c, const ArgInfo& a) {
   return true;
 }
 
-bool args_match(const std::vector<ArgCondition>& conds, std::span<const ArgInfo> args) {
+bool args_match(std::span<const ArgCondition> conds, std::span<const ArgInfo> args) {
   for (const auto& c : conds) {
     if (c.any) {
       if (std::none_of(args.begin(), args.end(), [&](const ArgInfo& a) { return value_ok(c, a); })) return false;
@@ -559,9 +562,9 @@ bool RuleEngine::loop_sensitive(std::string_view qual) {
 
 void RuleEngine::fire(size_t k, uint32_t line, std::string_view detail) {
   const Rule& r = rules_.rules()[k];
-  for (const auto& t : r.tags) {
-    auto [it, fresh] = tags_.try_emplace(t, line);
-    if (!fresh && line < it->second) it->second = line;
+  for (std::string_view t : r.tags) {
+    if (auto it = tags_.find(t); it == tags_.end()) tags_.emplace(std::string(t), line);
+    else if (line < it->second) it->second = line;
   }
   if (!r.report) return;
   if (r.type == Rule::Type::string && !rules_.actuators().empty()) {
@@ -578,16 +581,16 @@ void RuleEngine::report(size_t k, uint32_t line, std::string_view detail, bool s
   if (st.count >= max_per_rule_ || std::find(st.lines.begin(), st.lines.end(), line) != st.lines.end()) return;
   ++st.count;
   st.lines.push_back(line);
-  std::string msg = r.message;
+  std::string msg(r.message);
   if (!detail.empty()) msg += " (" + std::string(detail) + ")";
   if (!scored) msg += " [only words in a string: nothing in the file runs, writes, sends or opens a string]";
-  findings_.push_back(Finding{r.id, scored ? to_string(r.severity) : "info", static_cast<int>(line), std::move(msg)});
+  findings_.push_back(Finding{std::string(r.id), scored ? to_string(r.severity) : "info", static_cast<int>(line), std::move(msg)});
 }
 
 void RuleEngine::finish(std::vector<Finding>& findings, int& score) {
   // A string rule's match is behaviour only where the file can act on a string at all.
-  const auto& acts = rules_.actuators();
-  const bool can_act = std::any_of(acts.begin(), acts.end(), [&](const std::string& t) { return tags_.count(t) > 0; });
+  const Strs acts = rules_.actuators();
+  const bool can_act = std::any_of(acts.begin(), acts.end(), [&](std::string_view t) { return tags_.count(t) > 0; });
   for (const Latent& l : latent_) report(l.rule, l.line, l.detail, can_act);
   latent_.clear();
   for (size_t k : rules_.index().combos) {

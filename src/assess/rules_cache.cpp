@@ -16,7 +16,7 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRRULES\x05";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRRULES\x06";  // bump the last byte when the encoding changes
 constexpr std::string_view kLinkMagic = "SRRLINK\x01";
 // How long ago a rules file must have last changed for its identity to be linked to its digest:
 // well above any file system's timestamp granularity.
@@ -45,13 +45,32 @@ std::optional<Pattern> get_pattern(cache::Reader& in) {
   return Pattern::deferred(std::move(text), std::move(f));
 }
 
+// The rules decoded where the entry is mapped; the set keeps the mapping.
+std::optional<RuleSet> decode_in_place(cache::Entry entry) {
+  auto mapped = std::make_shared<const cache::Entry>(std::move(entry));
+  return RuleSet::deserialize(mapped->payload(), mapped);
+}
+
 }  // namespace
 
-std::string RuleSet::serialize() const {
+std::string RuleSet::encode(const std::vector<RuleSpec>& specs, const std::vector<std::string>& actuators) {
+  // How many list items, argument conditions and all_of groups follow: the decoder sizes its
+  // arrays once, so that the views into them stay valid.
+  uint32_t items = static_cast<uint32_t>(actuators.size()), args = 0, groups = 0;
+  for (const RuleSpec& r : specs) {
+    items += static_cast<uint32_t>(r.tags.size() + r.names.size() + r.contains.size());
+    for (const ArgSpec& a : r.args) items += static_cast<uint32_t>(a.contains.size() + a.equals.size() + a.not_in.size());
+    for (const auto& g : r.all_of) items += static_cast<uint32_t>(g.size());
+    args += static_cast<uint32_t>(r.args.size());
+    groups += static_cast<uint32_t>(r.all_of.size());
+  }
   cache::Writer w;
-  w.strs(actuators_);
-  w.u32(static_cast<uint32_t>(rules_.size()));
-  for (const Rule& r : rules_) {
+  w.u32(items);
+  w.u32(args);
+  w.u32(groups);
+  w.strs(actuators);
+  w.u32(static_cast<uint32_t>(specs.size()));
+  for (const RuleSpec& r : specs) {
     w.str(r.id);
     w.u32(static_cast<uint32_t>(r.severity));
     w.u32(static_cast<uint32_t>(r.score));
@@ -61,7 +80,7 @@ std::string RuleSet::serialize() const {
     w.u32(static_cast<uint32_t>(r.type));
     w.strs(r.names);
     w.u32(static_cast<uint32_t>(r.args.size()));
-    for (const ArgCondition& a : r.args) {
+    for (const ArgSpec& a : r.args) {
       w.u32(static_cast<uint32_t>(a.index + 1));
       w.str(a.keyword);
       w.u32(a.any);
@@ -83,37 +102,65 @@ std::string RuleSet::serialize() const {
 }
 
 std::optional<RuleSet> RuleSet::deserialize(std::string_view bytes) {
+  auto copy = std::make_shared<const std::string>(bytes);
+  return deserialize(*copy, copy);
+}
+
+std::optional<RuleSet> RuleSet::deserialize(std::string_view bytes, std::shared_ptr<const void> owner) {
   cache::Reader in(bytes);
   RuleSet set;
-  set.actuators_ = in.strs();
+  set.owner_ = std::move(owner);
+  set.bytes_ = bytes;
+  set.strs_.reserve(in.count());
+  set.args_.reserve(in.count());
+  set.groups_.reserve(in.count());
+  // A run of `strs_`; never past the reserved size, so no view of it ever moves.
+  auto list = [&]() -> Strs {
+    const uint32_t n = in.count();
+    if (n > set.strs_.capacity() - set.strs_.size()) {
+      in.below(0);  // fails the reader
+      return {};
+    }
+    const size_t at = set.strs_.size();
+    for (uint32_t i = 0; i < n; ++i) set.strs_.push_back(in.view());
+    return Strs(set.strs_.data() + at, n);
+  };
+  set.actuators_ = list();
   set.rules_.resize(in.count());
   for (Rule& r : set.rules_) {
-    r.id = in.str();
+    r.id = in.view();
     r.severity = static_cast<Severity>(in.below(static_cast<uint32_t>(Severity::critical) + 1));
     r.score = static_cast<int>(in.below(1001));
-    r.message = in.str();
-    r.tags = in.strs();
+    r.message = in.view();
+    r.tags = list();
     r.report = in.below(2) != 0;
     r.type = static_cast<Rule::Type>(in.below(static_cast<uint32_t>(Rule::Type::combo) + 1));
-    r.names = in.strs();
-    r.args.resize(in.count());
-    for (ArgCondition& a : r.args) {
+    r.names = list();
+    const uint32_t nargs = in.count();
+    if (nargs > set.args_.capacity() - set.args_.size()) return std::nullopt;
+    const size_t first_arg = set.args_.size();
+    for (uint32_t i = 0; i < nargs && in.ok(); ++i) {
+      ArgCondition& a = set.args_.emplace_back();
       a.index = static_cast<int>(in.below(33)) - 1;
-      a.keyword = in.str();
+      a.keyword = in.view();
       a.any = in.below(2) != 0;
-      a.contains = in.strs();
+      a.contains = list();
       a.regex = get_pattern(in);
-      a.equals = in.strs();
-      a.not_in = in.strs();
+      a.equals = list();
+      a.not_in = list();
       for (auto* b : {&a.dynamic, &a.decoded, &a.folded, &a.present}) *b = in.opt_bool();
     }
+    r.args = std::span<const ArgCondition>(set.args_.data() + first_arg, set.args_.size() - first_arg);
     r.unbounded_loop = in.below(2) != 0;
     r.not_called = in.below(2) != 0;
-    r.contains = in.strs();
+    r.contains = list();
     r.regex = get_pattern(in);
     r.detector = static_cast<Detector>(in.below(static_cast<uint32_t>(Detector::count_) + 1));
-    r.all_of.resize(in.count());
-    for (auto& g : r.all_of) g = in.strs();
+    const uint32_t ngroups = in.count();
+    if (ngroups > set.groups_.capacity() - set.groups_.size()) return std::nullopt;
+    const size_t first_group = set.groups_.size();
+    for (uint32_t i = 0; i < ngroups && in.ok(); ++i) set.groups_.push_back(list());
+    r.all_of = std::span<const Strs>(set.groups_.data() + first_group, set.groups_.size() - first_group);
     if (!in.ok()) return std::nullopt;
   }
   if (!in.done()) return std::nullopt;
@@ -172,7 +219,7 @@ CachedRules load_rules_cached(const std::filesystem::path& file, const std::file
       const std::string digest(link->payload());
       bool bad = false;
       if (auto payload = cache::read_entry(dir.get(), "assess-rules-" + digest + ".bin", kMagic, digest, bad))
-        if (auto set = RuleSet::deserialize(payload->payload())) return CachedRules{std::move(*set), CacheUse::hit, {}, true};
+        if (auto set = decode_in_place(std::move(*payload))) return CachedRules{std::move(*set), CacheUse::hit, {}, true};
     }
   }
   const std::string text = RuleSet::read(file, fd.get());  // throws, naming the file
@@ -186,7 +233,7 @@ CachedRules load_rules_cached(const std::filesystem::path& file, const std::file
   const std::string name = "assess-rules-" + digest + ".bin";
   rejected = false;
   if (auto payload = cache::read_entry(dir.get(), name, kMagic, digest, rejected)) {
-    if (auto set = RuleSet::deserialize(payload->payload())) {
+    if (auto set = decode_in_place(std::move(*payload))) {
       if (settled) cache::write_entry(dir.get(), link_name, kLinkMagic, id, digest);
       return CachedRules{std::move(*set), CacheUse::hit, {}};
     }

@@ -89,13 +89,15 @@ class Reader {
   uint32_t u32() { return fixed<uint32_t>(); }
   uint64_t u64() { return fixed<uint64_t>(); }
   double f64() { return fixed<double>(); }
-  std::string str() {
+  // A string of the input, in place.
+  std::string_view view() {
     const uint32_t n = u32();
     if (!need(n)) return {};
-    std::string s(in_.substr(0, n));
+    const std::string_view s = in_.substr(0, n);
     in_.remove_prefix(n);
     return s;
   }
+  std::string str() { return std::string(view()); }
   std::vector<std::string> strs() {
     std::vector<std::string> v(count());
     for (auto& s : v) s = str();
