@@ -25,10 +25,6 @@ struct CachedRules {
   bool by_identity = false;  // a hit found through the file's identity, its text not read
 };
 
-// $SANDBOXRUN_CACHE_DIR (set but empty: no cache), else $XDG_CACHE_HOME/sandboxrun, else
-// $HOME/.cache/sandboxrun; nullopt when none is set.
-std::optional<std::filesystem::path> default_cache_dir();
-
 // RuleSet::load through the cache in `cache_dir` (created 0700 when missing). Throws like
 // RuleSet::load for an unreadable or invalid rules file; a cache problem never fails the load.
 // A rules file that has not changed for a while is also linked by its identity (device, inode,

@@ -8,6 +8,7 @@
 #include "assess/assess_override.hpp"
 #include "assess/assess_rules_cache.hpp"
 #include "assess/config_cache.hpp"
+#include "common/install_paths.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "common/yaml_strict.hpp"
@@ -167,7 +168,7 @@ SecurityConfig load_security_config(const std::filesystem::path& security_yaml,
                 e.sys_errno());
   }
   SecurityConfig cfg;
-  const std::optional<std::filesystem::path> cache_dir = assess::default_cache_dir();
+  const std::optional<std::filesystem::path> cache_dir = parsed_cache_dir();
   if (!cache_dir || !assess::load_cached_settings(security_yaml, project_root, text, *cache_dir, cfg)) {
     std::vector<std::filesystem::path> tried;
     cfg = parse_settings(security_yaml, project_root, text, tried);

@@ -168,15 +168,6 @@ std::optional<RuleSet> RuleSet::deserialize(std::string_view bytes, std::shared_
   return set;
 }
 
-std::optional<std::filesystem::path> default_cache_dir() {
-  if (const char* d = std::getenv("SANDBOXRUN_CACHE_DIR")) {
-    if (*d == '\0') return std::nullopt;
-    return std::filesystem::path(d);
-  }
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return std::filesystem::path(x) / "sandboxrun";
-  if (const char* h = std::getenv("HOME"); h && *h == '/') return std::filesystem::path(h) / ".cache" / "sandboxrun";
-  return std::nullopt;
-}
 
 namespace {
 

@@ -91,12 +91,12 @@ AuditConfig load_audit_config(const std::filesystem::path& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return AuditConfig{};
   const std::string text = read_file(file.string());
-  const std::filesystem::path cache_dir = default_cache_root();
-  if (cache_dir.empty()) return parse_audit_config(file, text);
+  const std::optional<std::filesystem::path> cache_dir = parsed_cache_dir();
+  if (!cache_dir) return parse_audit_config(file, text);
   const std::filesystem::path absolute = std::filesystem::absolute(file, ec);
-  if (auto cached = audit::load_cached_config(absolute, text, cache_dir)) return *cached;
+  if (auto cached = audit::load_cached_config(absolute, text, *cache_dir)) return *cached;
   AuditConfig cfg = parse_audit_config(file, text);
-  audit::store_cached_config(absolute, text, cache_dir, cfg);
+  audit::store_cached_config(absolute, text, *cache_dir, cfg);
   return cfg;
 }
 

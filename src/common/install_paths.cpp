@@ -66,6 +66,13 @@ std::filesystem::path default_cache_root() {
   return home && *home == '/' ? std::filesystem::path(home) / ".cache/sandboxrun" : std::filesystem::path();
 }
 
+std::optional<std::filesystem::path> parsed_cache_dir() {
+  if (const char* env = std::getenv("SANDBOXRUN_CACHE_DIR"); env && *env == '\0') return std::nullopt;
+  std::filesystem::path root = default_cache_root();
+  if (root.empty()) return std::nullopt;
+  return root;
+}
+
 std::filesystem::path find_data_file(const std::filesystem::path& rel, const std::filesystem::path& beside_dir,
                                      const std::string& what) {
   if (rel.is_absolute()) return rel.lexically_normal();

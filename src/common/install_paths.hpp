@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ const InstallPaths& install_paths();
 // /var/cache/sandboxrun for root, else $XDG_CACHE_HOME/sandboxrun or ~/.cache/sandboxrun; empty
 // (no cache) when there is no home directory to tell.
 std::filesystem::path default_cache_root();
+// Where the parsed and compiled forms of the configuration and the assessor's rules are kept
+// (common/cache_io.hpp): default_cache_root(), or none when $SANDBOXRUN_CACHE_DIR is set but
+// empty (every file is then parsed each time) or there is no cache root.
+std::optional<std::filesystem::path> parsed_cache_dir();
 
 // `rel` made absolute: beside `beside_dir` first, then in the data directory. Absolute paths are
 // returned as they are. Throws Error naming `what` and every place tried when none exists.

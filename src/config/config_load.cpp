@@ -265,11 +265,11 @@ SandboxConfig load_sandbox_config(const std::filesystem::path& file) {
     throw Error(e.what(), "pass --config PATH or set SANDBOXRUN_CONFIG", e.sys_errno());
   }
   const std::filesystem::path absolute = std::filesystem::absolute(file);
-  const std::filesystem::path cache_dir = default_cache_root();
-  if (cache_dir.empty()) return parse_sandbox_config(text, absolute);
-  if (std::optional<SandboxConfig> cached = config_cache::load(absolute, text, cache_dir)) return std::move(*cached);
+  const std::optional<std::filesystem::path> cache_dir = parsed_cache_dir();
+  if (!cache_dir) return parse_sandbox_config(text, absolute);
+  if (std::optional<SandboxConfig> cached = config_cache::load(absolute, text, *cache_dir)) return std::move(*cached);
   SandboxConfig cfg = parse_sandbox_config(text, absolute);
-  config_cache::store(absolute, text, cache_dir, cfg);
+  config_cache::store(absolute, text, *cache_dir, cfg);
   return cfg;
 }
 

@@ -54,5 +54,17 @@ TEST(InstallPaths, FindDataFileListsEveryPlaceTried) {
   }
 }
 
+// The parsed-form caches (configuration, rules) live with the other caches, /var/cache/sandboxrun
+// for root; SANDBOXRUN_CACHE_DIR set but empty turns them off.
+TEST(InstallPaths, ParsedCachesLiveInTheCacheRootUnlessTurnedOff) {
+  ::setenv("SANDBOXRUN_CACHE_DIR", "/x/cache", 1);
+  EXPECT_EQ(parsed_cache_dir(), std::filesystem::path("/x/cache"));
+  ::setenv("SANDBOXRUN_CACHE_DIR", "", 1);
+  EXPECT_FALSE(parsed_cache_dir());
+  ::unsetenv("SANDBOXRUN_CACHE_DIR");
+  if (::geteuid() == 0) EXPECT_EQ(parsed_cache_dir(), std::filesystem::path("/var/cache/sandboxrun"));
+  else EXPECT_EQ(parsed_cache_dir(), default_cache_root());
+}
+
 }  // namespace
 }  // namespace sandboxrun
