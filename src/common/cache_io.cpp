@@ -64,6 +64,8 @@ bool is_hex_digest(std::string_view s) {
   return s.size() == kDigestHex && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+}  // namespace
+
 // Removes the oldest entries of `kind` + digest + `suffix` beyond kKeepPerKind, never `keep`
 // (written just now: entries made within one tick of the file system's clock share a time),
 // and dead writers' temporary files. Best effort: a failure leaves files, never fails a write.
@@ -102,8 +104,6 @@ void prune(int dirfd, std::string_view kind, std::string_view suffix, const std:
   }
   ::closedir(d);
 }
-
-}  // namespace
 
 UniqueFd open_dir(const std::filesystem::path& dir, std::string& why) {
   // Only the last two levels are created (~/.cache/sandboxrun); both private to the user.

@@ -51,6 +51,11 @@ std::optional<Entry> read_entry(int dirfd, const std::string& name, std::string_
 bool write_entry(int dirfd, const std::string& name, std::string_view magic, std::string_view key,
                  std::string_view payload);
 
+// Keeps the newest kKeepPerKind (16) entries named `kind` + hex digest + `suffix` in `dirfd`,
+// never `keep`, and removes writers' temporary files ("." + kind ... ".tmp") older than ten
+// minutes. write_entry calls it; so does any cache that names its entries the same way.
+void prune(int dirfd, std::string_view kind, std::string_view suffix, const std::string& keep);
+
 // The same for entry `kind` + key + ".bin" in `cache_dir` (opened with open_dir): nullopt for a
 // missing, unusable or rejected entry; a write is best effort.
 std::optional<Entry> read_keyed(const std::filesystem::path& cache_dir, std::string_view kind, std::string_view magic,

@@ -16,6 +16,7 @@
 
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
+#include "common/cache_io.hpp"
 #include "common/safe_open.hpp"
 #include "sandboxrun/seccomp.hpp"
 #include "common/sha256.hpp"
@@ -91,12 +92,17 @@ void write_entry(int dir_fd, const std::string& name, const std::string& key, co
   data.append(reinterpret_cast<const char*>(prog.instructions.data()), count * sizeof(sock_filter));
   data.append(reinterpret_cast<const char*>(prog.notify_instructions.data()), notify_count * sizeof(sock_filter));
   data += sha256_raw(data);
-  const std::string tmp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(::gettid());
+  const std::string tmp = "." + name + "." + std::to_string(::getpid()) + "." + std::to_string(::gettid()) + ".tmp";
   UniqueFd fd(::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return;
   const bool ok = write_all(fd.get(), data.data(), data.size());
   fd.reset();
-  if (!ok || ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) ::unlinkat(dir_fd, tmp.c_str(), 0);
+  if (!ok || ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
+    return;
+  }
+  // Every edit of a profile, kernel update or capability set adds an entry nothing else removes.
+  cache::prune(dir_fd, "", ".bpf", name);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "sandboxrun/seccomp.hpp"
@@ -50,6 +51,25 @@ TEST(SeccompCache, ASecondLoadComesFromTheCacheAndIsTheSameProgram) {
   load_or_compile_seccomp_profile(kProfile, {{"CAP_SYS_ADMIN"}, {}}, cache, &hit);
   EXPECT_FALSE(hit);
   EXPECT_EQ(entries(cache).size(), 3u);
+}
+
+// Entries are keyed by the kernel release among others: every upgrade would add one forever.
+TEST(SeccompCache, OnlyTheNewestSixteenEntriesAreKept) {
+  test_util::TempDir d;
+  const auto cache = d / "cache";
+  for (int i = 0; i < 20; ++i) load_or_compile_seccomp_profile(kProfile, {{}, "9.9." + std::to_string(i)}, cache);
+  EXPECT_EQ(entries(cache).size(), 16u);
+  bool hit = false;
+  load_or_compile_seccomp_profile(kProfile, {{}, "9.9.19"}, cache, &hit);
+  EXPECT_TRUE(hit) << "the newest entry was kept";
+  // A temporary file left by a writer that died long ago goes too; a fresh one stays.
+  d.write("cache/.dead.1.1.tmp", "x");
+  d.write("cache/.live.1.1.tmp", "x");
+  const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  std::filesystem::last_write_time(cache / ".dead.1.1.tmp", old);
+  load_or_compile_seccomp_profile(kProfile, {{}, "9.9.20"}, cache);
+  EXPECT_FALSE(std::filesystem::exists(cache / ".dead.1.1.tmp"));
+  EXPECT_TRUE(std::filesystem::exists(cache / ".live.1.1.tmp"));
 }
 
 TEST(SeccompCache, ADamagedEntryIsRecompiledNeverUsed) {
