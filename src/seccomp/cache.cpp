@@ -5,7 +5,7 @@
 // File: "SRBPF002", the 32-byte key, the u32 instruction counts of the program and of its notify
 // form, both instruction arrays, and the SHA-256 of everything before it. The directory is private (open_trusted_dir: owned by the caller, not
 // writable by others, no symlink anywhere); a file that does not verify is recompiled and
-// replaced, never used.
+// replaced, never used. The newest 16 entries are kept (cache_io.hpp prune).
 #include <fcntl.h>
 #include <seccomp.h>
 #include <sys/stat.h>
