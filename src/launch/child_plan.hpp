@@ -30,13 +30,13 @@ struct ChildError {
   char detail[200];
 };
 
-// One file written into /work by pid 1: bytes owned by the launcher, alive until the run ends.
+// One input file written into /work by pid 1 (the program's): bytes owned by the launcher, alive
+// until the run ends.
 struct WorkFile {
   std::string path;         // host-side path, under ChildPlan::work_dir
   const char* data = nullptr;
   size_t size = 0;
   mode_t mode = 0644;
-  bool owned_by_user = true;  // chown to uid:gid (inputs); false for the script
 };
 
 // Payload bytes of the control socket's messages, telling which fd a message carries.
@@ -50,12 +50,11 @@ struct ChildPlan {
   // `rootfs` below a private tmpfs on /tmp. pid 1 runs as an id slot's host uid, which cannot
   // search the host path of the image (a checkout in /root is 0700); the launcher can.
   UniqueFd root_tree;
-  std::string proc_dir, dev_dir, tmp_dir, run_dir, sandbox_dir, script_path;
+  std::string proc_dir, dev_dir, tmp_dir, run_dir, sandbox_dir;
   std::vector<std::string> dev_node_host;    // "/dev/null", ...
   std::vector<std::string> dev_node_target;  // "<rootfs>/dev/null", ...
   std::string dev_pts, dev_shm;
   std::string dev_tmpfs_opts, tmp_opts, shm_opts, run_opts;
-  const std::string* script = nullptr;       // bytes to copy into script_path
   // RunBinds: host dir -> <rootfs>/run/NAME. The parent clones each source into a detached mount
   // (open_tree) with its flags already set, and pid 1 attaches it (move_mount): pid 1's ids in its
   // user namespace have no search permission on the host directories above the source (the
@@ -64,7 +63,7 @@ struct ChildPlan {
   std::vector<UniqueFd> bind_trees;
   std::string work_dir, work_opts;           // "<rootfs>/work", tmpfs options
   std::vector<std::string> work_subdirs;     // directories of the inputs, parents first
-  std::vector<WorkFile> work_files;          // the script and the inputs
+  std::vector<WorkFile> work_files;          // the inputs (the script comes with the release)
   bool pass_work_dir = false;                // send an fd of /work over control_write (--output)
   EtcPlan etc;                               // /etc/hosts, /etc/hostname, /etc/resolv.conf
 
@@ -88,7 +87,7 @@ struct ChildPlan {
 
   // fds (already open in the parent; inherited by the fork-like clone).
   int go_event = -1;     // eventfd the parent writes once ids and cgroup are in place
-  int sync_read = -1;    // socket: 'E' once the payload may start; EOF if the parent died
+  int sync_read = -1;    // socket: the release (release.hpp) once the payload may start; EOF if the parent died
   int error_write = -1;  // ChildError; O_CLOEXEC so a successful execve closes it
   int status_write = -1; // pid 1 writes the payload's wait status here
   int control_write = -1;// unix socket to pass fds (proxy listening socket, /work) to the parent
@@ -97,9 +96,8 @@ struct ChildPlan {
 
   cap_t empty_caps = nullptr;  // prepared with cap_init(): all five sets cleared
   sock_fprog seccomp{};
-  std::vector<char*> argv;     // null-terminated
-  std::vector<char*> envp;     // null-terminated
-  std::vector<std::string> argv_storage, envp_storage;
+  // The largest script a release may carry: /run's tmpfs is sized for it (release.hpp).
+  size_t max_script = 0;
   // The stack the payload runs on from its clone by pid 1 until its execve (it shares pid 1's
   // memory until then): prepared here, so that pid 1's own stack size does not matter.
   std::unique_ptr<char[]> payload_stack;

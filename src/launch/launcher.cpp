@@ -18,6 +18,7 @@
 #include "id_slots_child.hpp"
 #include "monitor.hpp"
 #include "namespaces.hpp"
+#include "release.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/launch.hpp"
 
@@ -87,27 +88,26 @@ unsigned long root_flags(const std::string& rootfs) {
   return flags;
 }
 
-// /work's tmpfs and what pid 1 writes into it: the script (root's, read-only) and the inputs
-// (the program's), with every directory the inputs need, parents first.
-void add_work_files(const LaunchRequest& req, ChildPlan& p, const std::string& script_name) {
+// /work's tmpfs and what pid 1 writes into it before the release: the inputs (the program's),
+// with every directory they need, parents first. The script comes with the release.
+void add_work_files(const LaunchRequest& req, ChildPlan& p) {
   const auto& spec = req.spec;
   p.work_dir = p.rootfs + "/work";
   p.work_opts = "size=" + std::to_string(spec.limits.work_bytes) + ",mode=0755,uid=" + std::to_string(spec.uid) +
                 ",gid=" + std::to_string(spec.gid);
-  p.work_files.push_back({p.work_dir + "/" + script_name, req.script.data(), req.script.size(), 0444, false});
   if (!req.inputs) return;
   std::set<std::string> dirs;
   for (const auto& f : *req.inputs) {
     for (auto slash = f.path.find('/'); slash != std::string::npos; slash = f.path.find('/', slash + 1))
       dirs.insert(f.path.substr(0, slash));
-    p.work_files.push_back({p.work_dir + "/" + f.path, f.data.data(), f.data.size(), f.mode, true});
+    p.work_files.push_back({p.work_dir + "/" + f.path, f.data.data(), f.data.size(), f.mode});
   }
   // std::set orders "a" before "a/b": parents come first.
   for (const auto& d : dirs) p.work_subdirs.push_back(p.work_dir + "/" + d);
   p.pass_work_dir = static_cast<bool>(req.on_work_dir);
 }
 
-void build_plan(const LaunchRequest& req, ChildPlan& p) {
+void build_plan(const LaunchRequest& req, ChildPlan& p, std::string& release) {
   const auto& spec = req.spec;
   const std::string host_rootfs = std::filesystem::canonical(spec.rootfs).string();
   p.rootfs = host_rootfs;
@@ -122,9 +122,7 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
   p.tmp_dir = p.rootfs + "/tmp";
   p.run_dir = p.rootfs + "/run";
   p.sandbox_dir = p.run_dir + "/sandbox";
-  std::string name = sandbox_script_name(req.script_name);
-  p.script_path = p.sandbox_dir + "/" + name;
-  p.script = &req.script;
+  const std::string name = sandbox_script_name(req.script_name);
   for (const char* node : {"null", "zero", "full", "random", "urandom"}) {
     p.dev_node_host.push_back(std::string("/dev/") + node);
     p.dev_node_target.push_back(p.dev_dir + "/" + node);
@@ -136,8 +134,9 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
   p.shm_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
   p.root_remount_flags = root_flags(host_rootfs);
   launch::plan_etc_files(spec, host_rootfs, p.rootfs, p.root_remount_flags, p.etc);
-  p.run_opts = "size=" + std::to_string(req.script.size() + p.etc.bytes() + (1 << 20)) + ",mode=0755";
-  add_work_files(req, p, name);
+  p.max_script = req.script.size();
+  p.run_opts = "size=" + std::to_string(p.max_script + p.etc.bytes() + (1 << 20)) + ",mode=0755";
+  add_work_files(req, p);
   for (const auto& b : spec.run_binds) {
     if (b.name.empty() || b.name == "sandbox" || b.name == "sandboxrun" || b.name == "." || b.name == ".." || b.name.find('/') != std::string::npos)
       throw Error("bind name '" + b.name + "' is not one path component under /run", "report this as a bug");
@@ -171,13 +170,11 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
     p.test_bind_target = p.rootfs + "/mnt";
   }
 
-  p.argv_storage = {spec.python, "-B", "/work/" + name};
-  for (const auto& a : req.args) p.argv_storage.push_back(a);
-  for (auto& s : p.argv_storage) p.argv.push_back(s.data());
-  p.argv.push_back(nullptr);
-  for (const auto& [k, v] : spec.env) p.envp_storage.push_back(k + "=" + v);
-  for (auto& s : p.envp_storage) p.envp.push_back(s.data());
-  p.envp.push_back(nullptr);
+  std::vector<std::string> argv{spec.python, "-B", "/work/" + name};
+  argv.insert(argv.end(), req.args.begin(), req.args.end());
+  std::vector<std::string> envp;
+  for (const auto& [k, v] : spec.env) envp.push_back(k + "=" + v);
+  release = launch::encode_release(name, req.script, argv, envp);
   p.wipe_begin = req.wipe_begin;
   p.wipe_end = req.wipe_end;
   p.payload_stack_size = 64 * 1024;  // a few frames of system calls; under ASan, larger ones
@@ -234,7 +231,8 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
   else out.degradations.push_back("no cgroup: memory, pids and cpu limits are not enforced (" + degraded_reason + ")");
 
   ChildPlan plan;
-  build_plan(req, plan);
+  std::string release;
+  build_plan(req, plan, release);
   out.landlock_abi = plan.landlock.abi;
   plan.id_slot = slot != nullptr;
   plan.netns_prepared = req.netns_fd >= 0;
@@ -310,15 +308,19 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
 
   if (slot) launch::write_slot_id_maps(child.pid, slot->info(), spec.uid, spec.gid);
   else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
-  // Two releases: the eventfd lets pid 1 set itself up, 'E' lets it start the payload. Between
-  // them the caller's before_exec runs, overlapping the sandbox's setup. The socket's write end
-  // stays open while we live: pid 1 reads EOF if the launcher dies before either. A failed send
-  // means pid 1 is already gone: the monitor reports why (its error pipe).
+  // Two releases: the eventfd lets pid 1 set itself up, the release (release.hpp) lets it start
+  // the payload. Between them the caller's before_exec runs, overlapping the sandbox's setup. The
+  // socket's write end stays open while we live: pid 1 reads EOF if the launcher dies before
+  // either. A failed send means pid 1 is already gone: the monitor reports why (its error pipe).
   const uint64_t go = 1;
-  const char exec = 'E';
   if (::write(go_event.get(), &go, sizeof go) == sizeof go) {
     if (req.before_exec) req.before_exec();
-    ::send(sync.write.get(), &exec, 1, MSG_NOSIGNAL);
+    for (size_t sent = 0; sent < release.size();) {
+      const ssize_t n = ::send(sync.write.get(), release.data() + sent, release.size() - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
   }
 
   launch::MonitorFds fds;

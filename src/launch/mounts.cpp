@@ -1,8 +1,8 @@
 // Child side: builds the sandbox's filesystem view and pivots into it (bubblewrap's order).
 //   1. make every mount private, so nothing propagates back to the host
 //   2. bind the image rootfs onto itself (non-recursive: no host submounts come along)
-//   3. fresh /proc (pid namespace), minimal /dev, tmpfs /tmp, /run with the script copied in,
-//      tmpfs /work with the script and the inputs (work_dir.cpp)
+//   3. fresh /proc (pid namespace), minimal /dev, tmpfs /tmp, /run, tmpfs /work with the inputs
+//      (work_dir.cpp); the script is copied into /work and /run/sandbox on the release
 //      /etc/hosts, /etc/hostname and /etc/resolv.conf of this run bound read-only (etc_files.cpp)
 //   4. remount the root read-only, nosuid, nodev
 //   5. pivot_root and detach the old root
@@ -70,29 +70,17 @@ bool setup_dev(const ChildPlan& plan) {
   return true;
 }
 
-// The script is copied (not bound): the sandbox runs exactly the bytes that were assessed, and
-// never sees the host file's inode.
+// /run: this run's /etc files and binds; the script comes with the release (place_script in
+// release.cpp), which then makes /run read-only.
 bool setup_run(const ChildPlan& plan) {
   if (!mount_tmpfs(plan, plan.run_dir, MS_NOSUID | MS_NODEV | MS_NOEXEC, plan.run_opts)) return false;
   if (::mkdir(plan.sandbox_dir.c_str(), 0755) != 0) return fail(plan, "mkdir", plan.sandbox_dir);
-  int fd = ::open(plan.script_path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-  if (fd < 0) return fail(plan, "create script", plan.script_path);
-  bool ok = write_all(fd, plan.script->data(), plan.script->size());
-  int saved = errno;
-  ::close(fd);
-  if (!ok) {
-    errno = saved;
-    return fail(plan, "write script", plan.script_path);
-  }
   if (!write_etc_files(plan)) return false;
   for (size_t i = 0; i < plan.bind_target.size(); ++i) {
     if (::mkdir(plan.bind_target[i].c_str(), 0755) != 0) return fail(plan, "mkdir", plan.bind_target[i]);
     if (::move_mount(plan.bind_trees[i].get(), "", AT_FDCWD, plan.bind_target[i].c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
       return fail(plan, "attach bind mount", plan.bind_target[i]);
   }
-  if (::mount(nullptr, plan.run_dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              plan.run_opts.c_str()) != 0)
-    return fail(plan, "remount /run read-only", plan.run_dir);
   return true;
 }
 

@@ -18,6 +18,7 @@
 #include "child_plan.hpp"
 #include "fd_passing.hpp"
 #include "id_slots_child.hpp"
+#include "release.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/seccomp.hpp"
 
@@ -50,7 +51,13 @@ int install_with_listener(const ChildPlan& plan) {
   return sent ? 0 : -err;
 }
 
-[[noreturn]] void exec_payload(const ChildPlan& plan) {
+// What the payload's clone gets: it shares pid 1's memory until its execve.
+struct PayloadStart {
+  const ChildPlan* plan;
+  const Release* release;
+};
+
+[[noreturn]] void exec_payload(const ChildPlan& plan, const Release& rel) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -69,12 +76,15 @@ int install_with_listener(const ChildPlan& plan) {
     report_error(plan, "load seccomp filter", -rc, "seccomp(SECCOMP_SET_MODE_FILTER)");
     ::_exit(125);
   }
-  ::execve(plan.argv[0], plan.argv.data(), plan.envp.data());
-  report_error(plan, "execve", errno, plan.argv[0]);
+  ::execve(rel.argv[0], rel.argv, rel.envp);
+  report_error(plan, "execve", errno, rel.argv[0]);
   ::_exit(125);
 }
 
-int payload_main(void* plan) { exec_payload(*static_cast<const ChildPlan*>(plan)); }
+int payload_main(void* arg) {
+  const auto* start = static_cast<const PayloadStart*>(arg);
+  exec_payload(*start->plan, *start->release);
+}
 
 [[noreturn]] void reap(const ChildPlan& plan, pid_t payload) {
   for (;;) {
@@ -130,18 +140,19 @@ void child_main(const ChildPlan& plan) {
     ::_exit(125);
   }
   if (!setup_network(plan)) ::_exit(125);
+  // Set up as far as a run that is not known yet allows: now wait for the release, which the
+  // launcher sends once the run may start (its run_start record is durable) with what only the
+  // run knows (release.hpp). EOF means the launcher died (it holds the write end open while it
+  // lives), in between too.
+  Release rel;
+  if (!read_release(plan, rel)) ::_exit(125);
+  if (!place_script(plan, rel)) ::_exit(125);
   if (!apply_landlock(plan)) ::_exit(125);
   if (plan.wipe_begin && plan.wipe_end > plan.wipe_begin)
     std::memset(plan.wipe_begin, 0, static_cast<size_t>(plan.wipe_end - plan.wipe_begin));
   if (!drop_privileges(plan)) ::_exit(125);
-  // A credential change clears the parent-death signal: set it again. Then wait for the second
-  // release: the launcher sends it once the run may start (its run_start record is durable). EOF
-  // means the launcher died, in between too (it holds the write end open while it lives).
+  // A credential change clears the parent-death signal: set it again.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  char exec = 0;
-  ssize_t got;
-  while ((got = ::read(plan.sync_read, &exec, 1)) < 0 && errno == EINTR) {}
-  if (got != 1 || exec != 'E') ::_exit(125);
 
   // The payload shares pid 1's memory until its execve (CLONE_VM | CLONE_VFORK, as posix_spawn
   // does): a fork would copy the launcher's address space, which pid 1 still has, only for
@@ -149,8 +160,8 @@ void child_main(const ChildPlan& plan) {
   // calls, on the stack the launcher prepared. glibc's clone() runs no atfork handlers: this
   // process was cloned from a possibly multi-threaded launcher, and their locks could be held.
   const auto top = reinterpret_cast<uintptr_t>(plan.payload_stack.get() + plan.payload_stack_size) & ~uintptr_t{15};
-  const pid_t payload = ::clone(payload_main, reinterpret_cast<void*>(top), CLONE_VM | CLONE_VFORK | SIGCHLD,
-                                const_cast<ChildPlan*>(&plan));
+  PayloadStart start{&plan, &rel};
+  const pid_t payload = ::clone(payload_main, reinterpret_cast<void*>(top), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
   if (payload < 0) {
     report_error(plan, "start payload", errno, "clone");
     ::_exit(125);

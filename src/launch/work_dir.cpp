@@ -1,4 +1,5 @@
-// Child side: the run's /work, a size-limited tmpfs holding the script and the --input files.
+// Child side: the run's /work, a size-limited tmpfs holding the --input files (and the script,
+// written on the release: release.cpp).
 // The bytes were read on the host before clone(); here they are only written (raw syscalls over
 // the parent's prepared list, no allocation). With --output, pid 1 passes the launcher an fd of
 // this tmpfs: the fd keeps the mount alive after the sandbox's mount namespace is gone.
@@ -24,8 +25,8 @@ bool write_file(const ChildPlan& plan, const WorkFile& f) {
     return false;
   }
   bool ok = write_all(fd, f.data, f.size);
-  // Inputs belong to the program (it may change them); the script stays root's and read-only.
-  if (ok && f.owned_by_user) ok = ::fchown(fd, plan.uid, plan.gid) == 0;
+  // Inputs belong to the program: it may change them.
+  if (ok) ok = ::fchown(fd, plan.uid, plan.gid) == 0;
   if (ok) ok = ::fchmod(fd, f.mode) == 0;  // exact mode, whatever the umask
   int saved = errno;
   ::close(fd);
