@@ -1,7 +1,8 @@
 // The service case of the start-up benchmark: one long-lived Executor, N runs of one file.
 // Prints medians: Executor::open, a whole run() (wall), and the launcher's phases; --samples
 // appends every run's wall time (ms, one a line) to PATH, for a caller that pools rounds.
-//   sandboxrun_executor_bench [--config DIR] [--audit-log PATH] [--runs N] [--samples PATH] FILE.py
+// --warm: the Executor keeps a sandbox set up ahead for the next run (ExecutorOptions::warm).
+//   sandboxrun_executor_bench [--config DIR] [--audit-log PATH] [--runs N] [--samples PATH] [--warm] FILE.py
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,10 +37,11 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--audit-log") && i + 1 < argc) options.audit_log = argv[++i];
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--samples") && i + 1 < argc) samples = argv[++i];
+    else if (!std::strcmp(argv[i], "--warm")) options.warm = true;
     else file = argv[i];
   }
   if (!file || runs < 1) {
-    std::fprintf(stderr, "usage: %s [--config DIR] [--audit-log PATH] [--runs N] [--samples PATH] FILE.py\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--config DIR] [--audit-log PATH] [--runs N] [--samples PATH] [--warm] FILE.py\n", argv[0]);
     return 2;
   }
   std::ifstream in(file);
@@ -57,13 +59,14 @@ int main(int argc, char** argv) {
     req.code = code.str();
     req.name = "bench.py";
     std::vector<double> wall, prepare, cgroup, spawn, run, teardown;
-    int failures = 0;
+    int failures = 0, prepared = 0;
     for (int i = 0; i < runs + 2; ++i) {
       auto t = std::chrono::steady_clock::now();
       sandboxrun::RunResult r = ex.run(req);
       double w = ms_since(t);
       if (r.status != sandboxrun::RunStatus::exited || r.exit_code != 0) ++failures;
       if (i < 2) continue;  // warm-up runs
+      prepared += r.outcome.prepared;
       auto ms = [](std::chrono::microseconds us) { return us.count() / 1000.0; };
       wall.push_back(w);
       prepare.push_back(ms(r.prepare));
@@ -80,9 +83,9 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    std::printf("open %.2f run %.2f prepare %.2f cgroup %.2f spawn %.2f payload %.2f teardown %.2f failures %d\n",
+    std::printf("open %.2f run %.2f prepare %.2f cgroup %.2f spawn %.2f payload %.2f teardown %.2f failures %d prepared %d\n",
                 median(open_ms), median(wall), median(prepare), median(cgroup), median(spawn), median(run),
-                median(teardown), failures);
+                median(teardown), failures, prepared);
     return failures ? 1 : 0;
   } catch (const sandboxrun::Error& e) {
     std::fprintf(stderr, "executor_bench: %s\n", e.describe().c_str());

@@ -104,12 +104,17 @@ sandboxrun-bench:default python3 /work/empty.py")
   printf "%s\n" "${cmds[@]}" >"$work/cmds.txt"
   : >"$work/svc-samples.txt"
   : >"$work/svc-phases.txt"
+  : >"$work/warm-samples.txt"
+  : >"$work/warm-phases.txt"
   for ((r = 0; r < rounds; r++)); do
     hyperfine -N --warmup 2 --runs "$per" --export-json "$work/startup-$r.json" "${cmds[@]}" >/dev/null 2>&1 ||
       hyperfine --warmup 2 --runs "$per" --export-json "$work/startup-$r.json" "${cmds[@]}" >/dev/null
     # The service case: one long-lived Executor, the same file.
     "$bin/src/core/sandboxrun_executor_bench" --audit-log "$audit" --runs "$per" --samples "$work/svc-samples.txt" \
       "$work/empty.py" >>"$work/svc-phases.txt"
+    # And with a sandbox set up ahead for each next run (ExecutorOptions::warm).
+    "$bin/src/core/sandboxrun_executor_bench" --audit-log "$audit" --runs "$per" --samples "$work/warm-samples.txt" \
+      --warm "$work/empty.py" >>"$work/warm-phases.txt"
   done
   python3 - "$work" "$rounds" <<'PY'
 import collections, json, statistics, sys
@@ -119,22 +124,30 @@ for r in range(rounds):
     for res in json.load(open("%s/startup-%d.json" % (work, r)))["results"]:
         times.setdefault(res["command"], []).extend(res["times"])
 res = {name: statistics.median(t) * 1000 for name, t in times.items()}
-res["sandboxrun Executor (service)"] = statistics.median(float(l) for l in open(work + "/svc-samples.txt") if l.strip())
-phases = collections.defaultdict(list)
-for line in open(work + "/svc-phases.txt"):
-    f = line.split()
-    for k, v in zip(f[0::2], f[1::2]):
-        phases[k].append(float(v))
-svc = {k: statistics.median(v) for k, v in phases.items()}
+def samples(name):
+    return statistics.median(float(l) for l in open("%s/%s" % (work, name)) if l.strip())
+def phases(name):
+    p = collections.defaultdict(list)
+    for line in open("%s/%s" % (work, name)):
+        f = line.split()
+        for k, v in zip(f[0::2], f[1::2]):
+            p[k].append(float(v))
+    return {k: statistics.median(v) for k, v in p.items()}
+res["sandboxrun Executor (service)"] = samples("svc-samples.txt")
+res["sandboxrun Executor, warm"] = samples("warm-samples.txt")
 bare, bwrap = res["bare"], res["bwrap"]
 print("  %-32s %9s %9s %10s" % ("", "median", "vs bwrap", "overhead"))
 for name, ms in res.items():
     print("  %-32s %7.2f ms %8.2fx %7.2f ms" % (name, ms, ms / bwrap, ms - bare))
 print("  targets: sandboxrun CLI <= 1.00x bwrap (now %.2fx); service overhead <= half of bwrap's "
-      "(%.2f vs %.2f ms)" % (res["sandboxrun"] / bwrap, res["sandboxrun Executor (service)"] - bare, (bwrap - bare) / 2))
-print("  Executor phases (median of the rounds' medians): open %.2f ms (config, rules, seccomp, cgroup probe: once per service), "
-      "prepare %.2f, cgroup %.2f, spawn %.2f, payload %.2f, teardown %.2f" % (svc["open"], svc["prepare"], svc["cgroup"],
-                                                                            svc["spawn"], svc["payload"], svc["teardown"]))
+      "(%.2f vs %.2f ms; warm: a sandbox set up ahead for each next run, ExecutorOptions::warm)"
+      % (res["sandboxrun"] / bwrap, res["sandboxrun Executor, warm"] - bare, (bwrap - bare) / 2))
+for label, f in (("Executor", "svc-phases.txt"), ("Executor, warm", "warm-phases.txt")):
+    svc = phases(f)
+    print("  %s phases (median of the rounds' medians): open %.2f ms (once per service), prepare %.2f, cgroup %.2f, "
+          "spawn %.2f, payload %.2f, teardown %.2f%s" % (label, svc["open"], svc["prepare"], svc["cgroup"], svc["spawn"],
+                                                        svc["payload"], svc["teardown"],
+                                                        "; runs in a prepared sandbox: %d of %d" % (svc["prepared"] * rounds, svc["prepared"] * rounds) if svc.get("prepared") else ""))
 per_round = []
 for r in range(rounds):
     rr = {x["command"]: statistics.median(x["times"]) for x in json.load(open("%s/startup-%d.json" % (work, r)))["results"]}

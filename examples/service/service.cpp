@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
     sandboxrun::ExecutorOptions options;
     if (argc > 1) options.config = argv[1];  // sandbox.yaml or its directory
     if (argc > 2) options.audit_log = argv[2];
+    options.warm = true;  // a sandbox set up ahead for the next run: a fitting run only starts it
     sandboxrun::Executor executor = sandboxrun::Executor::open(options);
 
     struct Job {

@@ -70,6 +70,9 @@ struct LaunchRequest {
   // The host's cgroup side, worked out once by a long-lived caller (the Executor's). Used when
   // its settings are the spec's; unset or different: the launcher works it out for this run.
   std::shared_ptr<const CgroupHost> cgroup_host;
+  // The largest script the sandbox will take (sizes its /run); 0: this request's script. A
+  // sandbox prepared ahead (PreparedSandbox) has no script yet.
+  size_t max_script = 0;
 };
 
 // blocked: the assessor refused the file and nothing was launched.
@@ -125,6 +128,7 @@ struct RunOutcome {
   std::optional<IdSlotInfo> id_slot;  // as root: the host ids the sandbox ran as
   DeniedReport denied;
   LaunchTimings timings;
+  bool prepared = false;           // ran in a sandbox set up ahead: spawn counts from its release
 };
 
 // The script's file name inside /work: `name` with anything but [A-Za-z0-9._-] replaced.
@@ -133,6 +137,29 @@ std::string sandbox_script_name(const std::string& name);
 // Runs the request to completion. Never throws for failures inside the sandbox (they are in the
 // outcome); throws Error when the sandbox cannot be set up on the host side (exit 125).
 RunOutcome run_sandbox(const LaunchRequest& req);
+
+// A sandbox set up before its run is known (a warm sandbox of a long-lived Executor): its cgroup
+// (named base.run_id), pid 1 cloned into its namespaces, its filesystem built; pid 1 waits for
+// the release, which run() sends with the run's script, argv and environment once before_exec
+// returned. `base` is a request without a script, inputs, stdin or /work callback (those shape
+// the sandbox before its release); its max_script bounds the script. pid 1 dies with the thread
+// that prepared it (PR_SET_PDEATHSIG): that thread must outlive the sandbox.
+class PreparedSandbox {
+ public:
+  struct State;
+  // Throws Error like run_sandbox when the sandbox cannot be set up.
+  static std::unique_ptr<PreparedSandbox> prepare(const LaunchRequest& base);
+  // Runs `req` to completion, once. It must carry the base's run id, spec and seccomp program;
+  // throws Error when it does not fit (and then nothing runs).
+  RunOutcome run(const LaunchRequest& req);
+  ~PreparedSandbox();  // never run: pid 1 killed, its cgroup removed, its id slot freed
+  PreparedSandbox(const PreparedSandbox&) = delete;
+  PreparedSandbox& operator=(const PreparedSandbox&) = delete;
+
+ private:
+  PreparedSandbox();
+  std::unique_ptr<State> s_;
+};
 
 // Checks that a rootfs can host a run (mount points, interpreter), adding the empty /work mount
 // point when the image has none; throws Error with the fix.

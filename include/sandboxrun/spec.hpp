@@ -33,6 +33,7 @@ struct Limits {
   uint64_t work_bytes = 64 << 20;    // tmpfs /work size (work_size; default: tmp_size)
   uint64_t output_files = 1000;      // --output: files copied back (output_files_limit)
   uint64_t output_total_bytes = 64 << 20;  // --output: bytes copied back (output_bytes_limit)
+  bool operator==(const Limits&) const = default;
 };
 
 // One adjustment the launcher made to a requested limit (host clamp, CLI tighten).

@@ -36,9 +36,9 @@ const char* to_string(RunStatus s) {
   return "error";
 }
 
-namespace {
-
 using launch::ChildPlan;
+
+namespace launch {
 
 // Kills and reaps the sandbox's pid 1 if the launcher unwinds before the monitor did.
 class ChildGuard {
@@ -61,9 +61,12 @@ class ChildGuard {
 struct CapsGuard {
   cap_t caps = cap_init();
   ~CapsGuard() { cap_free(caps); }
+  CapsGuard() = default;
+  CapsGuard(const CapsGuard&) = delete;
+  CapsGuard& operator=(const CapsGuard&) = delete;
 };
 
-}  // namespace
+}  // namespace launch
 
 std::string sandbox_script_name(const std::string& name) {
   std::string out;
@@ -107,7 +110,7 @@ void add_work_files(const LaunchRequest& req, ChildPlan& p) {
   p.pass_work_dir = static_cast<bool>(req.on_work_dir);
 }
 
-void build_plan(const LaunchRequest& req, ChildPlan& p, std::string& release) {
+void build_plan(const LaunchRequest& req, ChildPlan& p) {
   const auto& spec = req.spec;
   const std::string host_rootfs = std::filesystem::canonical(spec.rootfs).string();
   p.rootfs = host_rootfs;
@@ -122,7 +125,6 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, std::string& release) {
   p.tmp_dir = p.rootfs + "/tmp";
   p.run_dir = p.rootfs + "/run";
   p.sandbox_dir = p.run_dir + "/sandbox";
-  const std::string name = sandbox_script_name(req.script_name);
   for (const char* node : {"null", "zero", "full", "random", "urandom"}) {
     p.dev_node_host.push_back(std::string("/dev/") + node);
     p.dev_node_target.push_back(p.dev_dir + "/" + node);
@@ -134,7 +136,7 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, std::string& release) {
   p.shm_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
   p.root_remount_flags = root_flags(host_rootfs);
   launch::plan_etc_files(spec, host_rootfs, p.rootfs, p.root_remount_flags, p.etc);
-  p.max_script = req.script.size();
+  p.max_script = std::max(req.max_script, req.script.size());
   p.run_opts = "size=" + std::to_string(p.max_script + p.etc.bytes() + (1 << 20)) + ",mode=0755";
   add_work_files(req, p);
   for (const auto& b : spec.run_binds) {
@@ -170,11 +172,6 @@ void build_plan(const LaunchRequest& req, ChildPlan& p, std::string& release) {
     p.test_bind_target = p.rootfs + "/mnt";
   }
 
-  std::vector<std::string> argv{spec.python, "-B", "/work/" + name};
-  argv.insert(argv.end(), req.args.begin(), req.args.end());
-  std::vector<std::string> envp;
-  for (const auto& [k, v] : spec.env) envp.push_back(k + "=" + v);
-  release = launch::encode_release(name, req.script, argv, envp);
   p.wipe_begin = req.wipe_begin;
   p.wipe_end = req.wipe_end;
   p.payload_stack_size = 64 * 1024;  // a few frames of system calls; under ASan, larger ones
@@ -208,62 +205,87 @@ void validate_rootfs(const std::string& rootfs, const std::string& python) {
                 "use an image with python3 installed", errno);
 }
 
-RunOutcome run_sandbox(const LaunchRequest& req) {
+// A launch between its clone and its release: what start() built and finish() uses. Members
+// are destroyed in reverse order: pid 1 (guard) before its cgroup, the cgroup before the slot.
+struct PreparedSandbox::State {
   RunOutcome out;
+  std::shared_ptr<const IdSlot> slot;
+  std::unique_ptr<Cgroup> cgroup;
+  launch::CapsGuard caps;
+  ChildPlan plan;
+  Pipe sync, error, status, out_pipe, err_pipe, in_pipe;
+  UniqueFd go_event, devnull, control_read, notify_read;
+  pid_t pid = -1;
+  UniqueFd pidfd;
+  std::optional<launch::ChildGuard> guard;
+  std::string run_id;
+  SandboxSpec spec;
+  const SeccompProgram* seccomp = nullptr;
+  bool released_setup = false;  // the go event reached pid 1
+  bool used = false;
+  std::chrono::steady_clock::time_point started;
+};
+
+namespace {
+
+// Everything up to pid 1 setting itself up: cgroup, plan, channels, clone, id maps, the go
+// event. pid 1 then waits for the release (finish).
+void start(PreparedSandbox::State& st, const LaunchRequest& req) {
+  RunOutcome& out = st.out;
   const auto& spec = req.spec;
   if (!req.seccomp) throw Error("launch request without a seccomp program", "compile spec.seccomp_profile first");
   validate_rootfs(spec.rootfs.string(), spec.python);
+  st.run_id = req.run_id;
+  st.spec = spec;
+  st.seccomp = req.seccomp;
   // Always a user namespace: unprivileged, it maps the caller's own id; as root, a slot of the
   // reserved range, held until the sandbox is gone (declared before the cgroup, released after it).
-  std::shared_ptr<const IdSlot> slot = req.id_slot;
-  if (!slot && ::geteuid() == 0) slot = std::make_shared<const IdSlot>(IdSlot::claim(spec.id_ranges));
-  if (slot) out.id_slot = slot->info();
+  st.slot = req.id_slot;
+  if (!st.slot && ::geteuid() == 0) st.slot = std::make_shared<const IdSlot>(IdSlot::claim(spec.id_ranges));
+  if (st.slot) out.id_slot = st.slot->info();
 
   std::string degraded_reason;
   auto cgroup_started = std::chrono::steady_clock::now();
-  std::unique_ptr<Cgroup> cgroup =
-      req.cgroup_host && req.cgroup_host->settings() == spec.cgroup
-          ? req.cgroup_host->create(req.run_id, spec.limits, &degraded_reason, &out.warnings)
-          : create_cgroup(req.run_id, spec.limits, spec.cgroup, &degraded_reason, &out.warnings);
+  st.cgroup = req.cgroup_host && req.cgroup_host->settings() == spec.cgroup
+                  ? req.cgroup_host->create(req.run_id, spec.limits, &degraded_reason, &out.warnings)
+                  : create_cgroup(req.run_id, spec.limits, spec.cgroup, &degraded_reason, &out.warnings);
   out.timings.cgroup = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - cgroup_started);
-  out.cgroup_backend = cgroup ? cgroup->backend() : "none (degraded)";
-  if (cgroup) out.degradations = cgroup->degradations();
+  out.cgroup_backend = st.cgroup ? st.cgroup->backend() : "none (degraded)";
+  if (st.cgroup) out.degradations = st.cgroup->degradations();
   else out.degradations.push_back("no cgroup: memory, pids and cpu limits are not enforced (" + degraded_reason + ")");
 
-  ChildPlan plan;
-  std::string release;
-  build_plan(req, plan, release);
+  ChildPlan& plan = st.plan;
+  build_plan(req, plan);
   out.landlock_abi = plan.landlock.abi;
-  plan.id_slot = slot != nullptr;
+  plan.id_slot = st.slot != nullptr;
   plan.netns_prepared = req.netns_fd >= 0;
-  CapsGuard caps;
-  if (!caps.caps) throw_errno("cap_init");
-  plan.empty_caps = caps.caps;
+  if (!st.caps.caps) throw_errno("cap_init");
+  plan.empty_caps = st.caps.caps;
 
   // The release channel is a socket, not a pipe: if pid 1 dies before it reads a release, the
   // launcher's send fails with EPIPE instead of raising SIGPIPE in the caller (a service).
   int sync_pair[2] = {-1, -1};
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync_pair) != 0) throw_errno("socketpair for the release channel");
-  Pipe sync{UniqueFd(sync_pair[0]), UniqueFd(sync_pair[1])};
-  UniqueFd go_event(::eventfd(0, EFD_CLOEXEC));
-  if (!go_event) throw_errno("eventfd for the first release");
-  Pipe error = make_pipe();
-  Pipe status = make_pipe();
-  Pipe out_pipe = make_pipe();
-  Pipe err_pipe = make_pipe();
-  UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!devnull) throw_errno("open /dev/null");
+  st.sync = Pipe{UniqueFd(sync_pair[0]), UniqueFd(sync_pair[1])};
+  st.go_event.reset(::eventfd(0, EFD_CLOEXEC));
+  if (!st.go_event) throw_errno("eventfd for the first release");
+  st.error = make_pipe();
+  st.status = make_pipe();
+  st.out_pipe = make_pipe();
+  st.err_pipe = make_pipe();
+  st.devnull.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!st.devnull) throw_errno("open /dev/null");
   // The program's stdin: a pipe the monitor feeds from req.stdin_fd (never the launcher's own
   // fd, which may be a terminal) or req.stdin_data, or /dev/null.
-  Pipe in_pipe;
   if (req.stdin_fd >= 0 || req.stdin_data) {
-    in_pipe = make_pipe();
-    if (::fcntl(in_pipe.write.get(), F_SETFL, O_NONBLOCK) != 0) throw_errno("make the stdin pipe non-blocking");
+    st.in_pipe = make_pipe();
+    if (::fcntl(st.in_pipe.write.get(), F_SETFL, O_NONBLOCK) != 0) throw_errno("make the stdin pipe non-blocking");
   }
   int sv[2] = {-1, -1};
   if ((plan.proxy_socket || plan.pass_work_dir) && ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     throw_errno("socketpair for the control socket");
-  UniqueFd control_read(sv[0]), control_write(sv[1]);
+  st.control_read.reset(sv[0]);
+  UniqueFd control_write(sv[1]);
   // Denials reported, not just refused, when the profile allows it (SeccompProgram).
   int nv[2] = {-1, -1};
   out.denied.notify = !req.seccomp->notify_instructions.empty();
@@ -271,76 +293,141 @@ RunOutcome run_sandbox(const LaunchRequest& req) {
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, nv) != 0) throw_errno("socketpair for the seccomp listener");
     plan.seccomp = req.seccomp->notify_fprog();
   }
-  UniqueFd notify_read(nv[0]), notify_write(nv[1]);
+  st.notify_read.reset(nv[0]);
+  UniqueFd notify_write(nv[1]);
 
-  plan.go_event = go_event.get();
-  plan.sync_read = sync.read.get();
-  plan.error_write = error.write.get();
-  plan.status_write = status.write.get();
+  plan.go_event = st.go_event.get();
+  plan.sync_read = st.sync.read.get();
+  plan.error_write = st.error.write.get();
+  plan.status_write = st.status.write.get();
   plan.control_write = control_write.get();
   plan.notify_write = notify_write.get();
-  plan.stdin_fd = in_pipe.read ? in_pipe.read.get() : devnull.get();
-  plan.stdout_write = out_pipe.write.get();
-  plan.stderr_write = err_pipe.write.get();
+  plan.stdin_fd = st.in_pipe.read ? st.in_pipe.read.get() : st.devnull.get();
+  plan.stdout_write = st.out_pipe.write.get();
+  plan.stderr_write = st.err_pipe.write.get();
 
   const uid_t outside_uid = ::geteuid();
   const gid_t outside_gid = ::getegid();
-  auto started = std::chrono::steady_clock::now();
+  st.started = std::chrono::steady_clock::now();
   launch::CloneResult child;
   {
     // pid 1 starts in the run's cgroup: no migration after the clone (see CloneIntoCgroup).
-    CloneIntoCgroup into(cgroup.get());
+    CloneIntoCgroup into(st.cgroup.get());
     child = launch::clone_sandbox(launch::namespace_flags(), into.clone_into_fd(),
-                                  slot ? static_cast<long>(slot->info().host_root) : -1, req.netns_fd);
+                                  st.slot ? static_cast<long>(st.slot->info().host_root) : -1, req.netns_fd);
     if (child.pid == 0) launch::child_main(plan);  // never returns
   }
-  ChildGuard guard(child.pid);
+  st.guard.emplace(child.pid);
+  st.pid = child.pid;
+  st.pidfd = std::move(child.pidfd);
 
   // Close the child's ends in the parent so EOF means "every writer is gone".
-  sync.read.reset();
-  error.write.reset();
-  status.write.reset();
-  out_pipe.write.reset();
-  err_pipe.write.reset();
+  st.sync.read.reset();
+  st.error.write.reset();
+  st.status.write.reset();
+  st.out_pipe.write.reset();
+  st.err_pipe.write.reset();
   control_write.reset();
-  in_pipe.read.reset();
+  st.in_pipe.read.reset();
   notify_write.reset();
 
-  if (slot) launch::write_slot_id_maps(child.pid, slot->info(), spec.uid, spec.gid);
+  if (st.slot) launch::write_slot_id_maps(child.pid, st.slot->info(), spec.uid, spec.gid);
   else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
   // Two releases: the eventfd lets pid 1 set itself up, the release (release.hpp) lets it start
   // the payload. Between them the caller's before_exec runs, overlapping the sandbox's setup. The
   // socket's write end stays open while we live: pid 1 reads EOF if the launcher dies before
-  // either. A failed send means pid 1 is already gone: the monitor reports why (its error pipe).
+  // either. A failed write means pid 1 is already gone: the monitor reports why (its error pipe).
   const uint64_t go = 1;
-  if (::write(go_event.get(), &go, sizeof go) == sizeof go) {
-    if (req.before_exec) req.before_exec();
-    for (size_t sent = 0; sent < release.size();) {
-      const ssize_t n = ::send(sync.write.get(), release.data() + sent, release.size() - sent, MSG_NOSIGNAL);
+  st.released_setup = ::write(st.go_event.get(), &go, sizeof go) == sizeof go;
+}
+
+// The release with this run's script, argv and environment, then the monitor to the end.
+RunOutcome finish(PreparedSandbox::State& st, const LaunchRequest& req) {
+  RunOutcome& out = st.out;
+  // The release goes first, so that pid 1 places the script and drops its privileges while
+  // before_exec runs (the run_start record made durable: an fdatasync, the longest step of a run
+  // in a sandbox prepared ahead); the payload itself starts only on the 'X' after it.
+  auto send_all = [&](const std::string& bytes) {
+    for (size_t sent = 0; sent < bytes.size();) {
+      const ssize_t n = ::send(st.sync.write.get(), bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
+      if (n <= 0) return false;
       sent += static_cast<size_t>(n);
+    }
+    return true;
+  };
+  if (st.released_setup) {
+    const std::string name = sandbox_script_name(req.script_name);
+    std::vector<std::string> argv{req.spec.python, "-B", "/work/" + name};
+    argv.insert(argv.end(), req.args.begin(), req.args.end());
+    std::vector<std::string> envp;
+    for (const auto& [k, v] : req.spec.env) envp.push_back(k + "=" + v);
+    if (send_all(launch::encode_release(name, req.script, argv, envp))) {
+      if (req.before_exec) req.before_exec();
+      send_all(std::string(1, launch::kStartPayload));
     }
   }
 
   launch::MonitorFds fds;
-  fds.pidfd = std::move(child.pidfd);
-  fds.stdout_read = std::move(out_pipe.read);
-  fds.stderr_read = std::move(err_pipe.read);
-  fds.status_read = std::move(status.read);
-  fds.error_read = std::move(error.read);
-  fds.control_read = std::move(control_read);
-  fds.stdin_write = std::move(in_pipe.write);
-  fds.notify_read = std::move(notify_read);
+  fds.pidfd = std::move(st.pidfd);
+  fds.stdout_read = std::move(st.out_pipe.read);
+  fds.stderr_read = std::move(st.err_pipe.read);
+  fds.status_read = std::move(st.status.read);
+  fds.error_read = std::move(st.error.read);
+  fds.control_read = std::move(st.control_read);
+  fds.stdin_write = std::move(st.in_pipe.write);
+  fds.notify_read = std::move(st.notify_read);
   // Once the monitor has reaped pid 1 the guard must not touch that pid again (it may be reused).
-  if (launch::monitor_sandbox(req, child.pid, fds, cgroup.get(), out, started)) guard.release();
+  if (launch::monitor_sandbox(req, st.pid, fds, st.cgroup.get(), out, st.started)) st.guard->release();
   // A successful execve of the payload (spawn timed) means pid 1 applied the ruleset before it.
   out.landlock_enforced = out.landlock_abi > 0 && out.timings.spawn.count() > 0;
-  cgroup.reset();  // kill stragglers and remove the cgroup now, inside the teardown timing
+  st.cgroup.reset();  // kill stragglers and remove the cgroup now, inside the teardown timing
   if (out.timings.run.count() > 0)
     out.timings.teardown = std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - (started + out.timings.spawn + out.timings.run));
-  return out;
+        std::chrono::steady_clock::now() - (st.started + out.timings.spawn + out.timings.run));
+  return std::move(out);
+}
+
+}  // namespace
+
+RunOutcome run_sandbox(const LaunchRequest& req) {
+  PreparedSandbox::State st;
+  start(st, req);
+  return finish(st, req);
+}
+
+PreparedSandbox::PreparedSandbox() : s_(std::make_unique<State>()) {}
+PreparedSandbox::~PreparedSandbox() = default;
+
+std::unique_ptr<PreparedSandbox> PreparedSandbox::prepare(const LaunchRequest& base) {
+  if (base.inputs || base.stdin_fd >= 0 || base.stdin_data || base.on_work_dir || !base.script.empty())
+    throw Error("a sandbox prepared ahead takes no script, inputs, stdin or /work callback", "report this as a bug");
+  std::unique_ptr<PreparedSandbox> p(new PreparedSandbox());
+  start(*p->s_, base);
+  return p;
+}
+
+RunOutcome PreparedSandbox::run(const LaunchRequest& req) {
+  State& st = *s_;
+  if (st.used) throw Error("a prepared sandbox runs once", "report this as a bug");
+  // What shaped the sandbox before its release must be the run's own (the Executor builds both
+  // from the same settings); the environment, argv and script come with the release.
+  const SandboxSpec& a = req.spec;
+  const SandboxSpec& b = st.spec;
+  const bool same = req.run_id == st.run_id && req.seccomp == st.seccomp && a.trust == b.trust &&
+                    a.limits == b.limits && a.rootfs == b.rootfs && a.hostname == b.hostname && a.uid == b.uid &&
+                    a.gid == b.gid && a.network.mode == b.network.mode && a.python == b.python &&
+                    a.workdir == b.workdir && a.run_binds.empty() && b.run_binds.empty() && a.cgroup == b.cgroup &&
+                    a.landlock == b.landlock && a.test_extra_writable_bind == b.test_extra_writable_bind;
+  if (!same || (req.inputs && !req.inputs->empty()) || req.stdin_fd >= 0 || req.stdin_data || req.on_work_dir ||
+      a.network.mode != NetworkMode::none || req.script.size() > st.plan.max_script)
+    throw Error("the run does not fit the sandbox prepared for it (settings, inputs, stdin or script size)",
+                "report this as a bug");
+  st.used = true;
+  // Its spawn is what the run waited for: from the release to the payload's execve.
+  st.started = std::chrono::steady_clock::now();
+  st.out.prepared = true;
+  return finish(st, req);
 }
 
 }  // namespace sandboxrun

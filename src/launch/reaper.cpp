@@ -140,10 +140,10 @@ void child_main(const ChildPlan& plan) {
     ::_exit(125);
   }
   if (!setup_network(plan)) ::_exit(125);
-  // Set up as far as a run that is not known yet allows: now wait for the release, which the
-  // launcher sends once the run may start (its run_start record is durable) with what only the
-  // run knows (release.hpp). EOF means the launcher died (it holds the write end open while it
-  // lives), in between too.
+  // Set up as far as a run that is not known yet allows: now wait for the release with what
+  // only the run knows (release.hpp), finish the setup, and wait for the launcher's word that
+  // the payload may start (its run_start record is durable). EOF means the launcher died (it
+  // holds the write end open while it lives), at any point.
   Release rel;
   if (!read_release(plan, rel)) ::_exit(125);
   if (!place_script(plan, rel)) ::_exit(125);
@@ -153,6 +153,10 @@ void child_main(const ChildPlan& plan) {
   if (!drop_privileges(plan)) ::_exit(125);
   // A credential change clears the parent-death signal: set it again.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  char start = 0;
+  ssize_t got;
+  while ((got = ::read(plan.sync_read, &start, 1)) < 0 && errno == EINTR) {}
+  if (got != 1 || start != kStartPayload) ::_exit(125);
 
   // The payload shares pid 1's memory until its execve (CLONE_VM | CLONE_VFORK, as posix_spawn
   // does): a fork would copy the launcher's address space, which pid 1 still has, only for
@@ -160,8 +164,9 @@ void child_main(const ChildPlan& plan) {
   // calls, on the stack the launcher prepared. glibc's clone() runs no atfork handlers: this
   // process was cloned from a possibly multi-threaded launcher, and their locks could be held.
   const auto top = reinterpret_cast<uintptr_t>(plan.payload_stack.get() + plan.payload_stack_size) & ~uintptr_t{15};
-  PayloadStart start{&plan, &rel};
-  const pid_t payload = ::clone(payload_main, reinterpret_cast<void*>(top), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+  PayloadStart payload_start{&plan, &rel};
+  const pid_t payload =
+      ::clone(payload_main, reinterpret_cast<void*>(top), CLONE_VM | CLONE_VFORK | SIGCHLD, &payload_start);
   if (payload < 0) {
     report_error(plan, "start payload", errno, "clone");
     ::_exit(125);

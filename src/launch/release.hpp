@@ -1,8 +1,8 @@
-// The release: what the launcher sends pid 1 once the payload may start (its run_start record
-// is durable). It carries what only the run knows: the script's name and bytes, argv and the
-// environment. So pid 1 can be cloned and set up before the run is known (a warm sandbox), and
-// the payload still starts only on the release. pid 1 reads it into a mapping of its own: raw
-// system calls, no allocation.
+// The release: what the launcher sends pid 1 once the run is known. It carries what only the
+// run knows: the script's name and bytes, argv and the environment. So pid 1 can be cloned and
+// set up before the run is known (a sandbox prepared ahead). The payload starts only on the
+// kStartPayload byte that follows once its run_start record is durable. pid 1 reads the release
+// into a mapping of its own: raw system calls, no allocation.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +14,10 @@
 #include "child_plan.hpp"
 
 namespace sandboxrun::launch {
+
+// The byte after a release that lets pid 1 start the payload: the launcher sends it once
+// before_exec returned. pid 1 sets up what the release allows meanwhile.
+inline constexpr char kStartPayload = 'X';
 
 // After the byte 'E': sizes of the parts that follow, in this order.
 struct ReleaseHeader {

@@ -16,51 +16,12 @@
 
 using sandboxrun::testing::TempDir;
 using sandboxrun::testing::write_config;
+using sandboxrun::testing::cgroups_named;
+using sandboxrun::testing::children_of_this_process;
+using sandboxrun::testing::processes_in_cgroups_named;
 
 namespace sandboxrun {
 namespace {
-
-// Cgroups whose name carries a run id, in any hierarchy the launcher uses.
-size_t cgroups_named(const std::string& run_id) {
-  size_t n = 0;
-  for (const char* root : {"/sys/fs/cgroup/memory/sandboxrun", "/sys/fs/cgroup/pids/sandboxrun",
-                           "/sys/fs/cgroup/cpu,cpuacct/sandboxrun", "/sys/fs/cgroup/unified/sandboxrun",
-                           "/sys/fs/cgroup/sandboxrun"}) {
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(root, ec))
-      if (e.path().filename().string().find(run_id) != std::string::npos) ++n;
-  }
-  return n;
-}
-
-// The most processes any of the run's cgroups holds (its hierarchies all hold the same ones).
-size_t processes_in_cgroups_named(const std::string& run_id) {
-  size_t most = 0;
-  for (const char* root : {"/sys/fs/cgroup/memory/sandboxrun", "/sys/fs/cgroup/pids/sandboxrun",
-                           "/sys/fs/cgroup/sandboxrun"}) {
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
-      if (e.path().filename().string().find(run_id) == std::string::npos) continue;
-      std::ifstream in(e.path() / "cgroup.procs");
-      size_t n = 0;
-      for (std::string line; std::getline(in, line);) ++n;
-      most = std::max(most, n);
-    }
-  }
-  return most;
-}
-
-// Processes whose parent is this one (any of its threads): a run's processes must all be gone.
-size_t children_of_this_process() {
-  size_t n = 0;
-  const std::string me = "PPid:\t" + std::to_string(::getpid()) + "\n";
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
-    std::string status = sandboxrun::testing::read_text(e.path().string() + "/status");
-    if (status.find(me) != std::string::npos) ++n;
-  }
-  return n;
-}
 
 TEST(Executor, RunsAndReportsTypedResults) {
   TempDir d;
@@ -265,6 +226,35 @@ TEST_F(HeldLaunch, ThePayloadStartsOnlyAfterBeforeExecReturned) {
   const long long released_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(released.time_since_epoch()).count();
   EXPECT_GE(payload_ns, released_ns) << "the payload ran before the hold was released";
+}
+
+// A sandbox prepared ahead (PreparedSandbox) gets its script with the release, and still starts
+// the payload only once before_exec returned.
+TEST_F(HeldLaunch, APreparedSandboxHoldsThePayloadToo) {
+  LaunchRequest base = req;
+  base.script.clear();
+  base.max_script = 4096;
+  auto prepared = PreparedSandbox::prepare(base);
+  std::chrono::steady_clock::time_point released{};
+  req.before_exec = [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    released = std::chrono::steady_clock::now();
+  };
+  RunOutcome o = prepared->run(req);
+  ASSERT_EQ(o.status, RunStatus::exited) << o.error << o.stderr_data;
+  EXPECT_TRUE(o.prepared);
+  const long long payload_ns = std::stoll(o.stdout_data);
+  EXPECT_GE(payload_ns, std::chrono::duration_cast<std::chrono::nanoseconds>(released.time_since_epoch()).count())
+      << "the payload ran before the hold was released";
+  // Once only, and only a run that fits it.
+  EXPECT_THROW(prepared->run(req), Error);
+  auto other = PreparedSandbox::prepare(base);
+  LaunchRequest bigger = req;
+  bigger.spec.limits.pids += 1;
+  EXPECT_THROW(other->run(bigger), Error);
+  other.reset();
+  EXPECT_EQ(cgroups_named(req.run_id), 0u);
+  EXPECT_EQ(children_of_this_process(), 0u);
 }
 
 TEST_F(HeldLaunch, APayloadNeverStartsWhenBeforeExecFails) {

@@ -240,4 +240,43 @@ Sandboxed run_python(const std::string& script, const std::vector<std::string>& 
   return s;
 }
 
+size_t cgroups_named(const std::string& run_id) {
+  size_t n = 0;
+  for (const char* root : {"/sys/fs/cgroup/memory/sandboxrun", "/sys/fs/cgroup/pids/sandboxrun",
+                           "/sys/fs/cgroup/cpu,cpuacct/sandboxrun", "/sys/fs/cgroup/unified/sandboxrun",
+                           "/sys/fs/cgroup/sandboxrun"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(root, ec))
+      if (e.path().filename().string().find(run_id) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+size_t processes_in_cgroups_named(const std::string& run_id) {
+  size_t most = 0;
+  for (const char* root : {"/sys/fs/cgroup/memory/sandboxrun", "/sys/fs/cgroup/pids/sandboxrun",
+                           "/sys/fs/cgroup/sandboxrun"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
+      if (e.path().filename().string().find(run_id) == std::string::npos) continue;
+      std::ifstream in(e.path() / "cgroup.procs");
+      size_t n = 0;
+      for (std::string line; std::getline(in, line);) ++n;
+      most = std::max(most, n);
+    }
+  }
+  return most;
+}
+
+size_t children_of_this_process() {
+  size_t n = 0;
+  const std::string me = "PPid:\t" + std::to_string(::getpid()) + "\n";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string status = read_text(e.path().string() + "/status");
+    if (status.find(me) != std::string::npos) ++n;
+  }
+  return n;
+}
+
 }  // namespace sandboxrun::testing

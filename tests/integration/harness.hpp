@@ -71,4 +71,11 @@ std::vector<nlohmann::json> audit_records(const std::string& log);
 std::string write_config(const TempDir& dir, const std::string& sandbox_extra = "",
                          const std::string& security_extra = "", const std::string& src = source_dir());
 
+// Cgroups whose name carries a run id, in any hierarchy the launcher uses.
+size_t cgroups_named(const std::string& run_id);
+// The most processes any of the run's cgroups holds (its hierarchies all hold the same ones).
+size_t processes_in_cgroups_named(const std::string& run_id);
+// Processes whose parent is this one (any of its threads): a run's processes must all be gone.
+size_t children_of_this_process();
+
 }  // namespace sandboxrun::testing

@@ -36,18 +36,6 @@ int processes_with(const std::string& marker) {
   return n;
 }
 
-// Cgroups (in any hierarchy) whose name carries the run id: none may survive the run.
-size_t cgroups_of(const std::string& run_id) {
-  size_t n = 0;
-  for (const char* root : {"/sys/fs/cgroup/memory/sandboxrun", "/sys/fs/cgroup/pids/sandboxrun",
-                           "/sys/fs/cgroup/cpu,cpuacct/sandboxrun", "/sys/fs/cgroup/unified/sandboxrun",
-                           "/sys/fs/cgroup/sandboxrun"}) {
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(root, ec))
-      if (e.is_directory() && e.path().filename().string().find(run_id) != std::string::npos) ++n;
-  }
-  return n;
-}
 
 }  // namespace
 
@@ -185,7 +173,7 @@ TEST(Lifecycle, NothingIsLeftBehind) {
   EXPECT_EQ(count_lines(sandboxrun::testing::read_text("/proc/self/mountinfo")), count_lines(mounts_before));
   for (const auto& id : run_ids) {
     EXPECT_EQ(id.size(), 32u);
-    EXPECT_EQ(cgroups_of(id), 0u) << "cgroup of run " << id << " survived";
+    EXPECT_EQ(sandboxrun::testing::cgroups_named(id), 0u) << "cgroup of run " << id << " survived";
   }
   for (const auto& e : std::filesystem::directory_iterator(tmp)) ADD_FAILURE() << "left behind: " << e.path();
   for (const auto& name : launcher_entries()) EXPECT_TRUE(before.count(name)) << "left behind: " << name;

@@ -1,0 +1,143 @@
+// The Executor's state (open() loads it once) and one run's audit records, shared by
+// executor.cpp (open, assessment, decision) and executor_launch.cpp (spec, launch, result).
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "warm_pool.hpp"
+#include "launch/netns_pool.hpp"
+#include "sandboxrun/audit.hpp"
+#include "sandboxrun/executor.hpp"
+#include "sandboxrun/seccomp.hpp"
+
+namespace sandboxrun {
+
+using nlohmann::json;
+
+// A profile compiled at open(), or why it could not be: the error surfaces only in a run that
+// uses that profile, so a broken profile of one level does not stop the others.
+struct CompiledProfile {
+  std::optional<SeccompProgram> program;
+  std::exception_ptr error;
+};
+
+inline bool is_python(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".py") == 0;
+}
+
+struct Executor::Impl {
+  class RunRecords;
+  SandboxConfig cfg;
+  SecurityConfig security;
+  HostResources host;
+  std::map<std::filesystem::path, CompiledProfile> profiles;  // every trust level's, by path
+  // One writer handle for every thread: appends are serialised here (and across processes by
+  // the log's own flock).
+  mutable std::mutex audit_mu;
+  mutable std::optional<AuditLog> audit;
+  // Network namespaces made between runs (as root): a run's clone enters one instead of
+  // making its own, the costliest part of the clone.
+  std::unique_ptr<launch::NetnsPool> netns;
+  // The host's cgroup side (probe, parents, sweep), worked out at open instead of every run.
+  std::shared_ptr<const CgroupHost> cgroups;
+
+  const SeccompProgram& profile(const std::filesystem::path& path) const {
+    auto it = profiles.find(path);
+    if (it == profiles.end())
+      throw Error("seccomp profile " + path.string() + " was not compiled when the executor opened",
+                  "report this as a bug");
+    if (it->second.error) std::rethrow_exception(it->second.error);
+    return *it->second.program;
+  }
+
+  // Every record of a run carries who it is for.
+  uint64_t append(const std::string& event, const RunResult& r, json fields) const {
+    if (r.caller) fields["caller"] = *r.caller;
+    if (!r.labels.empty()) fields["labels"] = r.labels;
+    std::lock_guard lock(audit_mu);
+    return audit->append(event, r.run_id, std::move(fields));
+  }
+  // Claims the run id in the audit log's index: false when a record or an earlier claim has it.
+  bool claim_run_id(const std::string& id) const {
+    std::lock_guard lock(audit_mu);
+    return audit->claim_run_id(id);
+  }
+  CodeRef code_ref(std::string_view code, const std::string& name) const { return audit->code_ref(code, name); }
+  CodeRef store_code(std::string_view code, const std::string& name) const {
+    std::lock_guard lock(audit_mu);
+    return audit->store_code(code, name);
+  }
+  bool store_file(std::string_view data, const std::string& sha256, bool code = false) const {
+    std::lock_guard lock(audit_mu);
+    return audit->store_file(data, sha256, code);
+  }
+  std::optional<CodeDiff> version_diff(const RunRequest& req, const RunResult& r) const {
+    std::lock_guard lock(audit_mu);
+    return audit->version_diff(r.caller, req.name, req.code);
+  }
+  void set_latest_version(const RunRequest& req, RunResult& r, const std::string& sha256) const {
+    try {
+      std::lock_guard lock(audit_mu);
+      audit->set_latest_version(r.caller, req.name, sha256, r.run_id);
+    } catch (const Error& e) {
+      r.warnings.push_back("audit: the next run of " + req.name + " will not diff against this one: " + e.describe());
+    }
+  }
+
+  // The script and every .py input, assessed: the most severe verdict wins, and an input's
+  // findings name its file. Each of them is kept in the code store (refs in `stored`).
+  Assessment assess_job(const RunRequest& req, json& stored) const;
+  // The run's sandbox spec, image and seccomp program (everything but the launch). Throws Error.
+  void prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch) const;
+  // A sandbox for trust level `t` set up ahead (on the warm pool's thread), as prepare_launch
+  // would set one up for a request that fits it (core::fits_warm). Throws Error.
+  core::WarmSandbox prepare_warm(Trust t) const;
+  // Copies what the program left in /work to the output directory (also after a timeout, an
+  // OOM kill or a signal: the fd outlives the sandbox).
+  // `stored` says, per copied file, whether the object store kept it.
+  void collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir, const UniqueFd& out_dir,
+                           std::vector<bool>& stored) const;
+  // Launches the prepared request (in `warm` when set) and records what happened.
+  void launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
+                         RunRecords& log, UniqueFd out_dir, std::chrono::steady_clock::time_point entered,
+                         core::WarmSandbox* warm) const;
+  // ExecutorOptions::warm: declared last, so that its thread stops before the rest goes.
+  std::unique_ptr<core::WarmPool> warm_pool;
+};
+
+// One run's audit records, in order. The steps up to run_start may wait (defer): the launcher
+// takes them while the sandbox sets itself up (before_exec), before it releases the payload, and
+// any record appended earlier takes them first, so the log's order is the order of events and
+// no program starts unrecorded. A step is dropped only once it succeeded.
+class Executor::Impl::RunRecords {
+ public:
+  RunRecords(const Impl& im, const RunResult& r) : im_(im), r_(r) {}
+  void defer(std::function<void()> step) { pending_.push_back(std::move(step)); }
+  void defer_record(std::string event, json fields) {
+    defer([this, event = std::move(event), fields = std::move(fields)] { im_.append(event, r_, fields); });
+  }
+  void flush() {
+    for (; !pending_.empty(); pending_.pop_front()) pending_.front()();
+  }
+  uint64_t append(const std::string& event, json fields) {
+    flush();
+    return im_.append(event, r_, std::move(fields));
+  }
+
+ private:
+  const Impl& im_;
+  const RunResult& r_;
+  std::deque<std::function<void()>> pending_;
+};
+
+}  // namespace sandboxrun

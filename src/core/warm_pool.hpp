@@ -1,0 +1,62 @@
+// Sandboxes set up ahead of their runs for a long-lived Executor (ExecutorOptions::warm): a run
+// that fits takes the one prepared for its trust level and only sends its release; meanwhile the
+// next is prepared. The sandboxes are made on the pool's own thread, which lives as long as the
+// pool: pid 1 dies with the thread that cloned it (PR_SET_PDEATHSIG).
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "sandboxrun/executor.hpp"
+#include "sandboxrun/fd.hpp"
+#include "sandboxrun/launch.hpp"
+#include "sandboxrun/spec.hpp"
+
+namespace sandboxrun::core {
+
+struct WarmSandbox {
+  Trust trust = Trust::untrusted;
+  LaunchRequest base;        // what it was prepared from: spec, seccomp, run id, id slot, netns
+  std::string image_digest;  // of the image it mounted
+  UniqueFd netns;            // its network namespace, open until the run ends
+  std::unique_ptr<PreparedSandbox> sandbox;
+};
+
+// A request a sandbox set up ahead can run: the default image, the trust level's own limits, no
+// inputs, outputs, stdin, requirements or run id of its own, a script of at most max_script.
+bool fits_warm(const RunRequest& req, uint64_t max_script);
+
+class WarmPool {
+ public:
+  // `make` prepares a sandbox for a trust level, on the pool's thread; it throws Error when it
+  // cannot (or when the level's runs cannot use one), and the pool then waits for the next take.
+  using Maker = std::function<WarmSandbox(Trust)>;
+  explicit WarmPool(Maker make);
+  ~WarmPool();  // stops the thread; an unused sandbox is discarded (pid 1 killed, cgroup removed)
+  WarmPool(const WarmPool&) = delete;
+  WarmPool& operator=(const WarmPool&) = delete;
+
+  // Asks for a sandbox for `trust` (replacing one prepared for another level).
+  void want(Trust trust);
+  // The sandbox prepared for `trust` when one is ready, else none: the run goes the usual way.
+  // Either way the caller asks for the next (want) once its payload runs.
+  std::optional<WarmSandbox> take(Trust trust);
+
+ private:
+  void loop() noexcept;
+
+  Maker make_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<WarmSandbox> ready_;
+  std::optional<Trust> wanted_;
+  bool stop_ = false;
+  std::thread thread_;  // last: started once the rest exists, joined first
+};
+
+}  // namespace sandboxrun::core
