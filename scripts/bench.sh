@@ -116,9 +116,9 @@ sandboxrun-bench:default python3 /work/empty.py")
     "$bin/src/core/sandboxrun_executor_bench" --audit-log "$audit" --runs "$per" --samples "$work/warm-samples.txt" \
       --warm "$work/empty.py" >>"$work/warm-phases.txt"
   done
-  python3 - "$work" "$rounds" <<'PY'
+  python3 - "$work" "$rounds" "$per" <<'PY'
 import collections, json, statistics, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
+work, rounds, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 times = collections.OrderedDict()
 for r in range(rounds):
     for res in json.load(open("%s/startup-%d.json" % (work, r)))["results"]:
@@ -147,7 +147,7 @@ for label, f in (("Executor", "svc-phases.txt"), ("Executor, warm", "warm-phases
     print("  %s phases (median of the rounds' medians): open %.2f ms (once per service), prepare %.2f, cgroup %.2f, "
           "spawn %.2f, payload %.2f, teardown %.2f%s" % (label, svc["open"], svc["prepare"], svc["cgroup"], svc["spawn"],
                                                         svc["payload"], svc["teardown"],
-                                                        "; runs in a prepared sandbox: %d of %d" % (svc["prepared"] * rounds, svc["prepared"] * rounds) if svc.get("prepared") else ""))
+                                                        "; runs in a prepared sandbox: %d of %d a round" % (svc.get("prepared", 0), per) if "warm" in f else ""))
 per_round = []
 for r in range(rounds):
     rr = {x["command"]: statistics.median(x["times"]) for x in json.load(open("%s/startup-%d.json" % (work, r)))["results"]}
