@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <ctime>
 
+#include "common/safe_open.hpp"
 #include "common/sha256.hpp"
+#include "sandboxrun/error.hpp"
 
 namespace sandboxrun::cache {
 
@@ -109,10 +111,15 @@ UniqueFd open_dir(const std::filesystem::path& dir, std::string& why) {
   // Only the last two levels are created (~/.cache/sandboxrun); both private to the user.
   ::mkdir(dir.parent_path().c_str(), 0700);
   ::mkdir(dir.c_str(), 0700);
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) {
-    why = "cannot open " + dir.string() + ": " + std::strerror(errno);
-    return fd;
+  // Walked as the seccomp cache's is (safe_open.hpp): no symlink anywhere on the path, and no
+  // directory on it that another user could write to. The parsed sandbox.yaml decides the user,
+  // the limits and the network of every run: where it is kept must be as trusted as the file.
+  UniqueFd fd;
+  try {
+    fd = open_trusted_dir(dir);
+  } catch (const Error& e) {
+    why = e.describe();
+    return UniqueFd();
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {

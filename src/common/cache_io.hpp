@@ -19,7 +19,8 @@
 namespace sandboxrun::cache {
 
 // The cache directory (its last two levels created 0700 when missing), or an invalid fd and
-// `why` it cannot be trusted.
+// `why` it cannot be trusted: a symlink on its path, a directory on it that others can write
+// (open_trusted_dir), or itself not the user's own and private.
 UniqueFd open_dir(const std::filesystem::path& dir, std::string& why);
 
 // A verified entry, mapped read-only: its payload is read from the page cache in place, so a

@@ -140,6 +140,23 @@ TEST(SandboxConfigCache, AProfileNowFoundBesideTheFileIsAMiss) {
   ::unsetenv("SANDBOXRUN_CACHE_DIR");
 }
 
+// A cache reached through a symlink (or a directory others can write) is not used: whoever
+// controls the path could serve a different parse of sandbox.yaml.
+TEST(SandboxConfigCache, ACacheBehindASymlinkIsNotUsed) {
+  TempDir d;
+  std::filesystem::create_directories(d / "real");
+  std::filesystem::create_directory_symlink(d / "real", d / "link");
+  ::setenv("SANDBOXRUN_CACHE_DIR", (d / "link/cache").c_str(), 1);
+  const auto yaml = d.write("sandbox.yaml", "timeout: 12\n");
+  EXPECT_EQ(*load_sandbox_config(yaml).base.timeout, 12);
+  EXPECT_EQ(*load_sandbox_config(yaml).base.timeout, 12);
+  size_t entries = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(d / "real/cache", ec)) entries += !e.path().empty();
+  EXPECT_EQ(entries, 0u) << "an entry was written through the symlink";
+  ::unsetenv("SANDBOXRUN_CACHE_DIR");
+}
+
 TEST(SandboxConfigCache, ADamagedEntryIsAMissAndTheFileIsParsed) {
   TempDir d;
   ::setenv("SANDBOXRUN_CACHE_DIR", (d / "cache").c_str(), 1);
