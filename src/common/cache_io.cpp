@@ -47,15 +47,8 @@ bool write_file(int dirfd, const std::string& name, const std::string& bytes) {
   const std::string tmp = "." + name + "." + std::to_string(::getpid()) + ".tmp";
   UniqueFd fd(::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return false;
-  size_t put = 0;
-  while (put < bytes.size()) {
-    ssize_t n = ::write(fd.get(), bytes.data() + put, bytes.size() - put);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    put += static_cast<size_t>(n);
-  }
   // A crash after the rename may leave a short file: the checksum catches it next time.
-  if (put != bytes.size() || ::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) {
+  if (!write_all(fd.get(), bytes.data(), bytes.size()) || ::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) {
     ::unlinkat(dirfd, tmp.c_str(), 0);
     return false;
   }

@@ -87,7 +87,7 @@ struct ChildPlan {
 
   // fds (already open in the parent; inherited by the fork-like clone).
   int go_event = -1;     // eventfd the parent writes once ids and cgroup are in place
-  int sync_read = -1;    // socket: the release (release.hpp) once the payload may start; EOF if the parent died
+  int sync_read = -1;    // socket: the release (release.hpp), then kStartPayload; EOF if the parent died
   int error_write = -1;  // ChildError; O_CLOEXEC so a successful execve closes it
   int status_write = -1; // pid 1 writes the payload's wait status here
   int control_write = -1;// unix socket to pass fds (proxy listening socket, /work) to the parent
@@ -113,6 +113,10 @@ bool setup_network(const ChildPlan& plan);
 // Sets `lo` of the caller's network namespace up: 0, or the errno. No allocation (pid 1 uses it).
 int bring_up_loopback() noexcept;
 bool setup_work(const ChildPlan& plan);
+// Creates `name` in `dirfd` (never through a symlink, never over a file) with these bytes and
+// exactly `mode`: the sandbox user's when `to_user`, else root's. No allocation (pid 1 uses it).
+bool write_new_file(const ChildPlan& plan, int dirfd, const char* name, const char* data, size_t size, mode_t mode,
+                    bool to_user) noexcept;
 bool drop_privileges(const ChildPlan& plan);
 void report_error(const ChildPlan& plan, const char* stage, int err, const char* detail) noexcept;
 

@@ -333,10 +333,10 @@ void start(PreparedSandbox::State& st, const LaunchRequest& req) {
 
   if (st.slot) launch::write_slot_id_maps(child.pid, st.slot->info(), spec.uid, spec.gid);
   else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
-  // Two releases: the eventfd lets pid 1 set itself up, the release (release.hpp) lets it start
-  // the payload. Between them the caller's before_exec runs, overlapping the sandbox's setup. The
-  // socket's write end stays open while we live: pid 1 reads EOF if the launcher dies before
-  // either. A failed write means pid 1 is already gone: the monitor reports why (its error pipe).
+  // The eventfd lets pid 1 set itself up; finish() then sends the release (release.hpp) and,
+  // once before_exec returned, kStartPayload. The socket's write end stays open while we live:
+  // pid 1 reads EOF if the launcher dies before either. A failed write means pid 1 is already
+  // gone: the monitor reports why (its error pipe).
   const uint64_t go = 1;
   st.released_setup = ::write(st.go_event.get(), &go, sizeof go) == sizeof go;
 }

@@ -3,13 +3,11 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "sandboxrun/fd.hpp"
 
 namespace sandboxrun::launch {
 
@@ -44,21 +42,15 @@ bool read_exact(int fd, void* buf, size_t len) noexcept {
   return true;
 }
 
+// The script is root's and read-only: the program cannot change what was assessed.
 bool write_script(const ChildPlan& plan, const char* dir, const Release& rel) noexcept {
   const int dfd = ::open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0) {
     report_error(plan, "open directory for the script", errno, dir);
     return false;
   }
-  const int fd = ::openat(dfd, rel.name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-  int err = errno;
+  const bool ok = write_new_file(plan, dfd, rel.name, rel.script, rel.script_len, 0444, false);
   ::close(dfd);
-  bool ok = fd >= 0 && write_all(fd, rel.script, rel.script_len) && ::fchmod(fd, 0444) == 0;
-  if (fd >= 0) {
-    err = errno;
-    ::close(fd);
-  }
-  if (!ok) report_error(plan, "write the script", err, rel.name);
   return ok;
 }
 

@@ -16,25 +16,21 @@
 
 namespace sandboxrun::launch {
 
-namespace {
-
-bool write_file(const ChildPlan& plan, const WorkFile& f) {
-  int fd = ::open(f.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, f.mode);
+bool write_new_file(const ChildPlan& plan, int dirfd, const char* name, const char* data, size_t size, mode_t mode,
+                    bool to_user) noexcept {
+  const int fd = ::openat(dirfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) {
-    report_error(plan, "create file in /work", errno, f.path.c_str());
+    report_error(plan, "create file", errno, name);
     return false;
   }
-  bool ok = write_all(fd, f.data, f.size);
-  // Inputs belong to the program: it may change them.
-  if (ok) ok = ::fchown(fd, plan.uid, plan.gid) == 0;
-  if (ok) ok = ::fchmod(fd, f.mode) == 0;  // exact mode, whatever the umask
-  int saved = errno;
+  bool ok = write_all(fd, data, size);
+  if (ok && to_user) ok = ::fchown(fd, plan.uid, plan.gid) == 0;
+  if (ok) ok = ::fchmod(fd, mode) == 0;  // exact mode, whatever the umask
+  const int saved = errno;
   ::close(fd);
-  if (!ok) report_error(plan, "write file in /work", saved, f.path.c_str());
+  if (!ok) report_error(plan, "write file", saved, name);
   return ok;
 }
-
-}  // namespace
 
 bool setup_work(const ChildPlan& plan) {
   if (::mount("tmpfs", plan.work_dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, plan.work_opts.c_str()) != 0) {
@@ -47,8 +43,9 @@ bool setup_work(const ChildPlan& plan) {
       return false;
     }
   }
+  // Inputs belong to the program: it may change them.
   for (const auto& f : plan.work_files)
-    if (!write_file(plan, f)) return false;
+    if (!write_new_file(plan, AT_FDCWD, f.path.c_str(), f.data, f.size, f.mode, true)) return false;
   if (!plan.pass_work_dir) return true;
   int fd = ::open(plan.work_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
