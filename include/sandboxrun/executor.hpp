@@ -48,7 +48,10 @@ struct ExecutorOptions {
   // made on a thread of the Executor's while the current run goes on). A run that fits it (the
   // default image, the trust level's own limits, no inputs, outputs, stdin, requirements or
   // run id of its own, network none) only sends it its script, argv and environment; the others
-  // run as usual. Ignored with single_run.
+  // run as usual. And every run returns once its result is in: the end of its pid 1 (which
+  // tears down the namespaces) and the removal of its cgroup finish on that thread, so for a
+  // moment after run() returns they may still exist; nothing is left once the Executor is
+  // destroyed. Ignored with single_run.
   bool warm = false;
 };
 

@@ -73,6 +73,14 @@ struct LaunchRequest {
   // The largest script the sandbox will take (sizes its /run); 0: this request's script. A
   // sandbox prepared ahead (PreparedSandbox) has no script yet.
   size_t max_script = 0;
+  // When set, run_sandbox returns once the payload's exit status and output are in, without
+  // waiting for pid 1 to finish exiting (its exit tears down the sandbox's namespaces) or for
+  // the cgroup's removal: what is left of the run goes to this function instead. Releasing the
+  // last reference to it kills and reaps pid 1 if it is still there, then removes the cgroup
+  // and frees the id slot, as run_sandbox otherwise does before it returns; a long-lived caller
+  // drops it on a thread of its own. Runs that end otherwise (timeout, signal, setup error) are
+  // torn down before run_sandbox returns, as always. May be empty.
+  std::function<void(std::shared_ptr<void> remains)> defer_teardown;
 };
 
 // blocked: the assessor refused the file and nothing was launched.
@@ -158,7 +166,7 @@ class PreparedSandbox {
 
  private:
   PreparedSandbox();
-  std::unique_ptr<State> s_;
+  std::shared_ptr<State> s_;  // shared with a deferred teardown (LaunchRequest::defer_teardown)
 };
 
 // Checks that a rootfs can host a run (mount points, interpreter), adding the empty /work mount

@@ -139,6 +139,9 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   const UniqueFd prepared_netns = warm ? UniqueFd() : netns->take();  // empty: the clone makes one
   launch.netns_fd = warm ? warm->netns.get() : prepared_netns.get();
   launch.cgroup_host = cgroups;
+  // A service's runs return once their result is in; pid 1's exit and the cgroup's removal
+  // finish on the pool's thread.
+  if (warm_pool) launch.defer_teardown = [this](std::shared_ptr<void> remains) { warm_pool->dispose(std::move(remains)); };
   try {
     r.outcome = warm ? warm->sandbox->run(launch) : run_sandbox(launch);
   } catch (const Error& e) {

@@ -20,12 +20,23 @@ WarmPool::~WarmPool() {
   cv_.notify_all();
   thread_.join();
   ready_.reset();  // before the thread's exit would have killed its pid 1 anyway: say it here
+  remains_.clear();
 }
 
 void WarmPool::want(Trust trust) {
   {
     std::lock_guard lock(mu_);
     wanted_ = trust;
+  }
+  cv_.notify_all();
+}
+
+void WarmPool::dispose(std::shared_ptr<void> remains) {
+  {
+    std::lock_guard lock(mu_);
+    if (remains_.size() >= kMaxRemains) return;  // dropped here, by the caller, on return
+    if (remains_.empty()) remains_due_ = std::chrono::steady_clock::now() + kRemainsDelay;
+    remains_.push_back(std::exchange(remains, nullptr));
   }
   cv_.notify_all();
 }
@@ -42,25 +53,40 @@ std::optional<WarmSandbox> WarmPool::take(Trust trust) {
 void WarmPool::loop() noexcept {
   std::unique_lock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || (wanted_ && (!ready_ || ready_->trust != *wanted_)); });
-    if (stop_) return;
-    const Trust trust = *wanted_;
-    wanted_.reset();  // a failure waits for the next take instead of retrying at once
-    std::optional<WarmSandbox> old = std::exchange(ready_, std::nullopt);
-    lock.unlock();
-    old.reset();  // another level's: discarded outside the lock
-    std::optional<WarmSandbox> made;
-    try {
-      made.emplace(make_(trust));
-    } catch (...) {
-      // Nothing prepared: runs go the usual way (which reports whatever is wrong).
-    }
-    lock.lock();
-    if (made && !stop_) ready_ = std::move(made);
-    if (stop_) {
+    auto work = [&] { return stop_ || (wanted_ && (!ready_ || ready_->trust != *wanted_)); };
+    if (remains_.empty()) cv_.wait(lock, [&] { return work() || !remains_.empty(); });
+    else cv_.wait_until(lock, remains_due_, work);
+    if (stop_) return;  // remains_ left are dropped by the destructor
+    bool prepared = false;
+    if (work()) {
+      const Trust trust = *wanted_;
+      wanted_.reset();  // a failure waits for the next take instead of retrying at once
+      std::optional<WarmSandbox> old = std::exchange(ready_, std::nullopt);
       lock.unlock();
-      made.reset();
-      return;
+      old.reset();  // another level's: discarded outside the lock
+      std::optional<WarmSandbox> made;
+      try {
+        made.emplace(make_(trust));
+      } catch (...) {
+        // Nothing prepared: runs go the usual way (which reports whatever is wrong).
+      }
+      lock.lock();
+      if (stop_) {
+        lock.unlock();
+        made.reset();
+        return;
+      }
+      if (made) ready_ = std::move(made);
+      prepared = true;
+    }
+    // Finished runs' remains go right after a preparation: a run asks for one once its payload
+    // runs, and then nothing else contends with that run's start. A service between runs drops
+    // them after kRemainsDelay.
+    if (!remains_.empty() && (prepared || std::chrono::steady_clock::now() >= remains_due_)) {
+      std::vector<std::shared_ptr<void>> done = std::exchange(remains_, {});
+      lock.unlock();
+      done.clear();  // waits for each pid 1, removes each cgroup
+      lock.lock();
     }
   }
 }

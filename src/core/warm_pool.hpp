@@ -1,9 +1,11 @@
 // Sandboxes set up ahead of their runs for a long-lived Executor (ExecutorOptions::warm): a run
 // that fits takes the one prepared for its trust level and only sends its release; meanwhile the
 // next is prepared. The sandboxes are made on the pool's own thread, which lives as long as the
-// pool: pid 1 dies with the thread that cloned it (PR_SET_PDEATHSIG).
+// pool: pid 1 dies with the thread that cloned it (PR_SET_PDEATHSIG). The same thread finishes
+// the teardown of the Executor's runs after their results are returned.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sandboxrun/executor.hpp"
 #include "sandboxrun/fd.hpp"
@@ -46,6 +49,12 @@ class WarmPool {
   // The sandbox prepared for `trust` when one is ready, else none: the run goes the usual way.
   // Either way the caller asks for the next (want) once its payload runs.
   std::optional<WarmSandbox> take(Trust trust);
+  // What is left of a finished run (LaunchRequest::defer_teardown), dropped on the pool's thread
+  // after its next preparation, or kRemainsDelay after it came: reaping its pid 1 and removing
+  // its cgroup then delay no run's start. Past kMaxRemains waiting, the caller drops them itself.
+  void dispose(std::shared_ptr<void> remains);
+  static constexpr size_t kMaxRemains = 16;
+  static constexpr std::chrono::milliseconds kRemainsDelay{20};
 
  private:
   void loop() noexcept;
@@ -55,6 +64,8 @@ class WarmPool {
   std::condition_variable cv_;
   std::optional<WarmSandbox> ready_;
   std::optional<Trust> wanted_;
+  std::vector<std::shared_ptr<void>> remains_;
+  std::chrono::steady_clock::time_point remains_due_;
   bool stop_ = false;
   std::thread thread_;  // last: started once the rest exists, joined first
 };

@@ -342,7 +342,8 @@ void start(PreparedSandbox::State& st, const LaunchRequest& req) {
 }
 
 // The release with this run's script, argv and environment, then the monitor to the end.
-RunOutcome finish(PreparedSandbox::State& st, const LaunchRequest& req) {
+RunOutcome finish(const std::shared_ptr<PreparedSandbox::State>& state, const LaunchRequest& req) {
+  PreparedSandbox::State& st = *state;
   RunOutcome& out = st.out;
   // The release goes first, so that pid 1 places the script and drops its privileges while
   // before_exec runs (the run_start record made durable: an fdatasync, the longest step of a run
@@ -378,25 +379,31 @@ RunOutcome finish(PreparedSandbox::State& st, const LaunchRequest& req) {
   fds.stdin_write = std::move(st.in_pipe.write);
   fds.notify_read = std::move(st.notify_read);
   // Once the monitor has reaped pid 1 the guard must not touch that pid again (it may be reused).
-  if (launch::monitor_sandbox(req, st.pid, fds, st.cgroup.get(), out, st.started)) st.guard->release();
+  const bool reaped = launch::monitor_sandbox(req, st.pid, fds, st.cgroup.get(), out, st.started);
+  if (reaped) st.guard->release();
   // A successful execve of the payload (spawn timed) means pid 1 applied the ruleset before it.
   out.landlock_enforced = out.landlock_abi > 0 && out.timings.spawn.count() > 0;
-  st.cgroup.reset();  // kill stragglers and remove the cgroup now, inside the teardown timing
+  // Kill stragglers and remove the cgroup now, inside the teardown timing, unless the caller
+  // takes that on (pid 1 then still exists: the monitor ended on the payload's status).
+  const bool deferred = !reaped && req.defer_teardown;
+  if (!deferred) st.cgroup.reset();
   if (out.timings.run.count() > 0)
     out.timings.teardown = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - (st.started + out.timings.spawn + out.timings.run));
-  return std::move(out);
+  RunOutcome result = std::move(out);
+  if (deferred) req.defer_teardown(state);  // the State's members go in order: pid 1, cgroup, slot
+  return result;
 }
 
 }  // namespace
 
 RunOutcome run_sandbox(const LaunchRequest& req) {
-  PreparedSandbox::State st;
-  start(st, req);
+  const auto st = std::make_shared<PreparedSandbox::State>();
+  start(*st, req);
   return finish(st, req);
 }
 
-PreparedSandbox::PreparedSandbox() : s_(std::make_unique<State>()) {}
+PreparedSandbox::PreparedSandbox() : s_(std::make_shared<State>()) {}
 PreparedSandbox::~PreparedSandbox() = default;
 
 std::unique_ptr<PreparedSandbox> PreparedSandbox::prepare(const LaunchRequest& base) {
@@ -427,7 +434,7 @@ RunOutcome PreparedSandbox::run(const LaunchRequest& req) {
   // Its spawn is what the run waited for: from the release to the payload's execve.
   st.started = std::chrono::steady_clock::now();
   st.out.prepared = true;
-  return finish(st, req);
+  return finish(s_, req);
 }
 
 }  // namespace sandboxrun

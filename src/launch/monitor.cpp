@@ -211,6 +211,17 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
   for (;;) {
     bool streams_open = streams[0].open || streams[1].open;
     if (pid1_exited && !streams_open) break;
+    // The payload has exited (pid 1 sent its status), every writer of its output is gone and
+    // setup has nothing more to say: the run's result is complete. A caller that tears the
+    // sandbox down later (defer_teardown) need not wait for pid 1's own exit.
+    if (req.defer_teardown && status_known && !streams_open && !fds.error_read && !fds.control_read &&
+        !fds.notify_read && !timed_out && setup_error.empty()) {
+      exit_seen = Clock::now();
+      if (in.active()) in.finish();
+      sample();
+      sampled_at_exit = true;
+      break;
+    }
     // After pid 1 is gone, every writer is dead; give the pipes a moment to drain.
     if (pid1_exited && Clock::now() - exit_seen > milliseconds(2000)) break;
 

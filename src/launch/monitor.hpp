@@ -25,7 +25,8 @@ struct MonitorFds {
 
 // Runs until the sandbox ends: streams or captures output, samples the cgroup, enforces the
 // timeout, forwards SIGINT/SIGTERM/SIGHUP as a kill of the whole sandbox. Fills `out`.
-// Returns true once pid 1 has been reaped.
+// Returns true once pid 1 has been reaped; with req.defer_teardown, false as soon as the
+// payload's status and output are in (pid 1 is then on its way out, not yet reaped).
 bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgroup* cgroup, RunOutcome& out,
                      std::chrono::steady_clock::time_point started);
 

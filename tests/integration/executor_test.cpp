@@ -272,5 +272,31 @@ TEST_F(HeldLaunch, APayloadNeverStartsWhenBeforeExecFails) {
   EXPECT_EQ(children_of_this_process(), 0u);
 }
 
+// defer_teardown: the result comes back as soon as the payload's status and output are in; pid 1
+// and the cgroup stay until the caller drops what it was handed, and go then.
+TEST_F(HeldLaunch, ADeferredTeardownWaitsForTheCallerToDropTheRemains) {
+  std::shared_ptr<void> remains;
+  req.defer_teardown = [&](std::shared_ptr<void> r) { remains = std::move(r); };
+  RunOutcome o = run_sandbox(req);
+  ASSERT_EQ(o.status, RunStatus::exited) << o.error << o.stderr_data;
+  EXPECT_FALSE(o.stdout_data.empty());
+  ASSERT_TRUE(remains) << "the teardown was not handed over";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // pid 1 has long exited by now
+  EXPECT_GT(cgroups_named(req.run_id), 0u) << "the cgroup was removed before the remains were dropped";
+  EXPECT_EQ(children_of_this_process(), 1u) << "pid 1 was reaped before the result came back";
+  remains.reset();
+  EXPECT_EQ(cgroups_named(req.run_id), 0u);
+  EXPECT_EQ(children_of_this_process(), 0u);
+  // A run that ends otherwise (here: its timeout) is torn down before its result comes back.
+  req.run_id = new_run_id();
+  req.script = "import time\ntime.sleep(30)\n";
+  req.spec.limits.timeout_s = 0.5;
+  RunOutcome t = run_sandbox(req);
+  EXPECT_EQ(t.status, RunStatus::timeout);
+  EXPECT_FALSE(remains);
+  EXPECT_EQ(cgroups_named(req.run_id), 0u);
+  EXPECT_EQ(children_of_this_process(), 0u);
+}
+
 }  // namespace
 }  // namespace sandboxrun

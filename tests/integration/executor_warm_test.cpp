@@ -125,6 +125,29 @@ TEST_F(Warm, ABlockedRunAndTheExecutorsEndLeaveNothing) {
   EXPECT_EQ(cgroups_named("@" + std::to_string(::getpid()) + "."), 0u) << "a prepared sandbox's cgroup outlived the Executor";
 }
 
+// A run returns once its result is in; its pid 1 and cgroup go soon after on the pool's thread,
+// without waiting for the Executor's end. The same for a run that did not fit.
+TEST_F(Warm, ARunsRemainsGoOnThePoolsThread) {
+  auto gone = [](const std::string& run_id) {
+    for (int i = 0; i < 100 && cgroups_named(run_id) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return cgroups_named(run_id) == 0;
+  };
+  RunRequest req;
+  req.code = "print('x')\n";
+  RunResult r = run_prepared(req);
+  EXPECT_TRUE(r.outcome.prepared);
+  EXPECT_EQ(r.outcome.stdout_data, "x\n") << r.error;
+  EXPECT_TRUE(gone(r.run_id)) << "the run's cgroup outlived it";
+  RunRequest cold = req;
+  cold.limits.timeout_s = 5;
+  RunResult c = ex->run(cold);
+  EXPECT_FALSE(c.outcome.prepared);
+  EXPECT_EQ(c.outcome.stdout_data, "x\n") << c.error;
+  EXPECT_TRUE(gone(c.run_id)) << "the run's cgroup outlived it";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(children_of_this_process(), 1u) << "only the next run's pid 1 may be left";
+}
+
 // Runs from several threads share one prepared sandbox at a time: each is taken once, every run
 // is its own, and nothing stays behind.
 TEST_F(Warm, ManyThreadsTakeEachPreparedSandboxOnce) {
