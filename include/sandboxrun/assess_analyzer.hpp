@@ -46,6 +46,7 @@ enum class Detector : uint8_t {
   blank_padding,      // code after a long run of blank lines (pushed out of view)
   code_fragments,     // a list of constant pieces that join into Python statements
   syntax_error,       // the file does not compile: a bracket never closed, a string never ended
+  secret_random,      // the random module (not secrets) makes a value for a function or name that says secret
   count_,
 };
 const char* to_string(Detector d) noexcept;
@@ -60,6 +61,9 @@ struct CallEvent {
   bool unbounded_loop;
   bool subscript;         // os.environ['KEY'] is reported as call "os.environ[]" with the key
   bool from_decoded;      // found in text decoded from a literal
+  // unbounded_loop, and the loop waits for input each pass (awaits a queue or a task, accept,
+  // recv, input, readline): a server or a consumer, which grows with what it is given.
+  bool waiting_loop = false;
 };
 
 class EventSink {

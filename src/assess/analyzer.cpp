@@ -55,6 +55,7 @@ void Analyzer::analyze_text(std::string_view text, uint32_t origin_line, uint32_
 
 void Analyzer::start_statement() {
   stmt_fresh_ = true;
+  await_pending_ = false;
   import_mode_ = false;
   header_ = Header::none;
   header_colon_ = false;
@@ -96,17 +97,17 @@ void Analyzer::pop_block() {
                        (b.kind == BlockKind::function && b.recursive && !b.exits);
   if (endless || b.kind == BlockKind::function) {
     // A function body runs when called, not where it is defined: its calls stop here.
-    for (auto& d : b.pending) emit_deferred(d, endless);
+    for (auto& d : b.pending) emit_deferred(d, endless, endless && b.waits);
     return;
   }
   // A bounded loop inside an endless one still repeats without end: hand the calls out.
   if (Block* outer = candidate()) {
     for (auto& d : b.pending) {
       if (outer->pending.size() < kMaxPending) outer->pending.push_back(std::move(d));
-      else emit_deferred(d, outer->header_unbounded);
+      else emit_deferred(d, outer->header_unbounded, outer->header_unbounded && outer->waits);
     }
   } else {
-    for (auto& d : b.pending) emit_deferred(d, false);
+    for (auto& d : b.pending) emit_deferred(d, false, false);
   }
 }
 
@@ -116,8 +117,8 @@ Block* Analyzer::candidate() {
   return nullptr;
 }
 
-void Analyzer::emit_deferred(const Deferred& d, bool endless) {
-  sink_.on_call(CallEvent{d.qual, d.line, d.args, endless, false, d.from_decoded});
+void Analyzer::emit_deferred(const Deferred& d, bool endless, bool waiting) {
+  sink_.on_call(CallEvent{d.qual, d.line, d.args, endless, false, d.from_decoded, waiting});
 }
 
 // break: leaves the innermost loop. return: leaves every loop up to the function.
@@ -313,6 +314,7 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
   } else if (kw == "lambda" || kw == "not" || kw == "await" || kw == "yield") {
     f.cur.dynamic = true;
   }
+  if (kw == "await") await_pending_ = true;
   f.after_plus = false;
 }
 

@@ -21,6 +21,8 @@ constexpr size_t kMaxArgs = 32;           // arguments kept per call
 constexpr size_t kMaxText = 16 * 1024;    // bytes an argument's text may grow to by joining pieces
 constexpr size_t kMaxSymbolText = 1024;   // bytes of a string constant kept per name
 constexpr size_t kMaxQual = 512;          // bytes of a qualified name
+// The value of operator.attrgetter("NAME"): this prefix, then NAME (a call of it reads NAME).
+constexpr std::string_view kGetterOf = "operator.attrgetter().";
 constexpr size_t kMaxSymbols = 1 << 16;   // names bound per file
 constexpr size_t kMaxBlocks = 1024;       // indentation blocks followed
 constexpr size_t kMaxImportTokens = 4096; // tokens of one import statement
@@ -72,6 +74,7 @@ struct Block {
   bool header_unbounded = false;  // loop: `while True:`, `for _ in itertools.count():`
   bool exits = false;             // loop: break/return/exit seen; function: return seen
   bool recursive = false;         // function: calls itself
+  bool waits = false;             // loop: waits for input each pass (see CallEvent::waiting_loop)
   std::string name;               // function: its symbol ("local:f")
   std::vector<Deferred> pending;
 };
@@ -114,7 +117,7 @@ class Analyzer {
 
   Block* candidate();
 
-  void emit_deferred(const Deferred& d, bool endless);
+  void emit_deferred(const Deferred& d, bool endless, bool waiting);
 
   // break: leaves the innermost loop. return: leaves every loop up to the function.
   void mark_exit(bool is_return);
@@ -175,6 +178,7 @@ class Analyzer {
 
   static ArgInfo container(std::vector<ArgInfo>& items);
 
+  void check_secret_random(std::string_view qual, uint32_t line);
   void report_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line);
 
   ArgInfo close_call(Frame& f);
@@ -273,6 +277,7 @@ class Analyzer {
   bool def_pending_ = false;
   std::string return_fn_;  // `return` statement: the function it returns from
   bool for_in_ = false;    // `for ... in`: the iterable follows
+  bool await_pending_ = false;  // after `await`: the next call reported is what is awaited
   bool except_stmt_ = false;  // an `except` clause header
   bool unpack_env_ = false;   // after `**`: the operand may be os.environ
   std::vector<std::string> unpack_names_;  // names before ',' at statement level

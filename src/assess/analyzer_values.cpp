@@ -241,13 +241,62 @@ ArgInfo Analyzer::container(std::vector<ArgInfo>& items) {
   return c;
 }
 
+namespace {
+
+// Words that name a secret in an identifier (lower case). Not bare "token" (a tokenizer's),
+// "secret" (a guessing game's number), "reset" or "key" (a game's reset, a sort key): random
+// numbers for those are no secrets.
+bool names_secret(std::string_view name) {
+  static constexpr std::string_view kWords[] = {
+      "passw", "passphrase", "secret_key", "secretkey", "client_secret", "shared_secret", "app_secret",
+      "secret_token", "jwt_secret", "reset_code", "resetcode", "reset_token", "reset_link", "otp", "one_time",
+      "nonce", "salt", "api_key", "apikey", "auth_token", "access_token", "refresh_token", "session_token",
+      "session_key", "session_id", "sessionid", "csrf", "verification_code", "verify_code", "confirm_code",
+      "activation_code", "activation_key", "license_key", "mfa_code", "2fa"};
+  std::string low(name.substr(0, 128));
+  for (char& c : low)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  for (std::string_view w : kWords)
+    if (low.find(w) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+// random.choice(...) in `def make_reset_code` or assigned to `api_key`: the policy's "random
+// used for secrets" (MEDIUM), told by what the code names the value, as a reviewer would.
+void Analyzer::check_secret_random(std::string_view qual, uint32_t line) {
+  if (!qual.starts_with("random.") || qual.starts_with("random.SystemRandom") || qual == "random.seed") return;
+  for (const auto& t : targets_)
+    if (names_secret(t)) return sink_.on_detector(Detector::secret_random, line, t);
+  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
+    if (it->kind == BlockKind::function) {
+      std::string_view fn = it->name;
+      if (fn.starts_with("local:")) fn.remove_prefix(6);
+      if (names_secret(fn)) sink_.on_detector(Detector::secret_random, line, fn);
+      return;
+    }
+}
+
 void Analyzer::report_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line) {
+  check_secret_random(qual, line);
+  // What the innermost loop waits for each pass: an awaited queue, task or stream (not a
+  // sleep), a connection, a datagram, a line.
+  const bool awaited = std::exchange(await_pending_, false) && qual != "asyncio.sleep";
+  if (awaited || qual == "input" || qual.ends_with(".accept") || qual.ends_with(".recv") ||
+      qual.ends_with(".recvfrom") || qual.ends_with(".recv_into") || qual.ends_with(".readline"))
+    for (auto it = blocks_.rbegin(); it != blocks_.rend() && it->kind != BlockKind::function; ++it)
+      if (it->kind == BlockKind::loop) {
+        it->waits = true;
+        break;
+      }
   // A call whose rules ask about endless loops waits in its loop or function block.
   Block* loop = sink_.loop_sensitive(qual) ? candidate() : nullptr;
   if (loop && loop->pending.size() < kMaxPending) {
     loop->pending.push_back(Deferred{qual, line, args, depth_ > 0});
   } else {
-    sink_.on_call(CallEvent{qual, line, args, loop && loop->header_unbounded, false, depth_ > 0});
+    const bool endless = loop && loop->header_unbounded;
+    sink_.on_call(CallEvent{qual, line, args, endless, false, depth_ > 0, endless && loop->waits});
   }
 }
 
@@ -322,6 +371,13 @@ ArgInfo Analyzer::close_call(Frame& f) {
         break;
       }
   }
+  if (qual.starts_with(kGetterOf)) {  // an attrgetter called: the attribute it names, of its argument
+    if (args.size() != 1 || !args[0].keyword.empty() || !is_name_kind(args[0].kind)) return ArgInfo{{}, Kind::expr, {}, true};
+    ArgInfo v{{}, Kind::name, detail::canonical(args[0].text + "." + qual_text.substr(kGetterOf.size())), true};
+    if (v.text.size() > kMaxQual) v.text.resize(kMaxQual);
+    sink_.on_reference(v.text, f.line);
+    return v;
+  }
   report_call(qual_text, args, f.line);
   if (qual.starts_with("local:")) {
     check_fragments(args, f.line);  // _lookup("set", "uid")
@@ -378,7 +434,9 @@ ArgInfo Analyzer::close_call(Frame& f) {
   if (qual == "getattr" && args.size() >= 2) {
     const ArgInfo& n = args[1];
     if (n.kind == Kind::string && !n.dynamic) {
-      if (n.folded || n.decoded) computed_name(n.text, f.line);
+      // getattr(self, "cmd_" + verb): dispatch to the object's own methods, not obfuscation.
+      const bool own = args[0].text == "self" || args[0].text == "cls";
+      if ((n.folded || n.decoded) && !own) computed_name(n.text, f.line);
       if (is_name_kind(args[0].kind)) {
         ArgInfo v{{}, Kind::name, detail::canonical(args[0].text + "." + n.text), true};
         if (v.text.size() > kMaxQual) v.text.resize(kMaxQual);
@@ -390,10 +448,14 @@ ArgInfo Analyzer::close_call(Frame& f) {
     }
     return r;
   }
-  // attrgetter/methodcaller reach an attribute by name like getattr does.
+  // attrgetter/methodcaller reach an attribute by name like getattr does; an attrgetter of one
+  // name carries it to its call: attrgetter("remove")(os) is os.remove.
   if ((qual == "operator.attrgetter" || qual == "operator.methodcaller") && a0) {
     if (a0->kind == Kind::string && !a0->dynamic) {
       if (a0->folded || a0->decoded) computed_name(a0->text, f.line);
+      if (qual == "operator.attrgetter" && args.size() == 1 && a0->keyword.empty() && !a0->text.empty() &&
+          a0->text.size() <= kMaxQual && a0->text.find_first_of("()[] ") == std::string::npos)
+        return ArgInfo{{}, Kind::call, std::string(kGetterOf) + a0->text, true};
     } else {
       sink_.on_detector(Detector::getattr_dynamic, f.line, {});
     }

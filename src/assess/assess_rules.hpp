@@ -74,6 +74,7 @@ struct Rule {
   Strs names;                       // call / reference / import patterns ('*' matches anything)
   std::span<const ArgCondition> args;  // call: all must hold
   bool unbounded_loop = false;     // call: only inside `while True:` and the like
+  bool unless_waiting = false;     // call: and not when that loop waits for input each pass
   bool not_called = false;         // reference: only uses other than a direct call
   Strs contains;                   // string: contains one of these
   std::optional<Pattern> regex;    // string: and matches this (when given)
@@ -105,6 +106,7 @@ struct RuleSpec {
   std::vector<std::string> names;
   std::vector<ArgSpec> args;
   bool unbounded_loop = false;
+  bool unless_waiting = false;
   bool not_called = false;
   std::vector<std::string> contains;
   std::optional<Pattern> regex;

@@ -69,6 +69,7 @@ const char* to_string(Detector d) noexcept {
     case Detector::blank_padding: return "blank_padding";
     case Detector::code_fragments: return "code_fragments";
     case Detector::syntax_error: return "syntax_error";
+    case Detector::secret_random: return "secret_random";
     case Detector::count_: break;
   }
   return "?";

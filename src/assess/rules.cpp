@@ -69,7 +69,8 @@ ArgSpec arg_condition(const StrictYaml& y, const YAML::Node& n, const std::strin
 }
 
 void parse_match(const StrictYaml& y, const YAML::Node& m, RuleSpec& r, const std::string& key) {
-  y.check_keys(m, key, {"call", "reference", "import", "string", "detector", "all_of", "args", "unbounded_loop", "not_called"});
+  y.check_keys(m, key, {"call", "reference", "import", "string", "detector", "all_of", "args", "unbounded_loop", "unless_waiting",
+                          "not_called"});
   int kinds = 0;
   for (const char* k : {"call", "reference", "import", "string", "detector", "all_of"}) kinds += m[k] ? 1 : 0;
   if (kinds != 1)
@@ -87,6 +88,9 @@ void parse_match(const StrictYaml& y, const YAML::Node& m, RuleSpec& r, const st
         r.args.push_back(arg_condition(y, args[i], key + ".args[" + std::to_string(i) + "]"));
     }
     if (m["unbounded_loop"]) r.unbounded_loop = y.boolean(m["unbounded_loop"], key + ".unbounded_loop");
+    if (m["unless_waiting"]) r.unless_waiting = y.boolean(m["unless_waiting"], key + ".unless_waiting");
+    if (r.unless_waiting && !r.unbounded_loop)
+      y.fail(m["unless_waiting"], key + ".unless_waiting", "unbounded_loop: true beside it", "unless_waiting alone");
   } else if (m["reference"]) {
     r.type = Rule::Type::reference;
     r.names = string_list(y, m["reference"], key + ".reference");
@@ -510,7 +514,7 @@ void RuleEngine::on_call(const CallEvent& call) {
   for (size_t k : ks) {
     const Rule& r = rules_.rules()[k];
     if (r.type == Rule::Type::call) {
-      if (r.unbounded_loop && !call.unbounded_loop) continue;
+      if (r.unbounded_loop && (!call.unbounded_loop || (r.unless_waiting && call.waiting_loop))) continue;
       if (!args_match(r.args, call.args)) continue;
     } else if (r.not_called) {
       continue;

@@ -16,7 +16,7 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRRULES\x06";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRRULES\x07";  // bump the last byte when the encoding changes
 constexpr std::string_view kLinkMagic = "SRRLINK\x01";
 // How long ago a rules file must have last changed for its identity to be linked to its digest:
 // well above any file system's timestamp granularity.
@@ -91,6 +91,7 @@ std::string RuleSet::encode(const std::vector<RuleSpec>& specs, const std::vecto
       for (const auto* b : {&a.dynamic, &a.decoded, &a.folded, &a.present}) w.opt_bool(*b);
     }
     w.u32(r.unbounded_loop);
+    w.u32(r.unless_waiting);
     w.u32(r.not_called);
     w.strs(r.contains);
     put_pattern(w, r.regex);
@@ -152,6 +153,7 @@ std::optional<RuleSet> RuleSet::deserialize(std::string_view bytes, std::shared_
     }
     r.args = std::span<const ArgCondition>(set.args_.data() + first_arg, set.args_.size() - first_arg);
     r.unbounded_loop = in.below(2) != 0;
+    r.unless_waiting = in.below(2) != 0;
     r.not_called = in.below(2) != 0;
     r.contains = list();
     r.regex = get_pattern(in);

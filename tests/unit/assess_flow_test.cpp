@@ -53,8 +53,62 @@ TEST(AssessFlow, PythonTwoStatements) {
   EXPECT_EQ(level("import base64\nB = 'aW1wb3J0IG9z'\nexec base64.b64decode(B)\n"), RiskLevel::blocked);
   EXPECT_EQ(level("import urllib2\nprint 'fetching'\nurllib2.urlopen('http://example.com').read()\n"),
             RiskLevel::blocked);
-  // A harmless Python 2 print script stays LOW.
-  EXPECT_EQ(level("print 'hello'\nx = 1\nprint x\n"), RiskLevel::low);
+  // A harmless Python 2 print script cannot run either: refused, as a file that does not compile is.
+  EXPECT_EQ(level("print 'hello'\nx = 1\nprint x\n"), RiskLevel::blocked);
+  // Python 3 that only looks similar compiles and stays LOW.
+  EXPECT_EQ(level("print('hello')\nexec_count = 1\nprint(exec_count)\n"), RiskLevel::low);
+}
+
+TEST(AssessFlow, RandomForSecretsIsToldByWhatTheValueIsNamed) {
+  // The random module making a reset code, an API key or a salt: weak randomness for secrets.
+  EXPECT_EQ(level("import random, string\ndef make_reset_code():\n    return ''.join(random.choice(string.digits) for _ in range(6))\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import random\napi_key = '%032x' % random.getrandbits(128)\nprint(api_key)\n"), RiskLevel::medium);
+  // secrets, SystemRandom, and random for a game's reset, a sort key or a tokenizer's tokens are not.
+  EXPECT_EQ(level("import secrets\ndef make_reset_code():\n    return secrets.token_hex(8)\n"), RiskLevel::low);
+  EXPECT_EQ(level("import random\ndef new_salt():\n    return random.SystemRandom().getrandbits(64)\n"), RiskLevel::low);
+  EXPECT_EQ(level("import random\ndef reset_board(n):\n    return [random.randint(0, 1) for _ in range(n)]\n"
+                  "tokens = 'a b c'.split()\nnext_token = random.choice(tokens)\nkey = random.random()\n"
+                  "secret = random.randint(1, 100)\n"),
+            RiskLevel::low);
+}
+
+TEST(AssessFlow, AttrgetterCarriesItsNameToItsCall) {
+  // attrgetter("remove")(os) is os.remove, bound to a name like getattr's result.
+  EXPECT_EQ(level("import os, operator\n_rm = operator.attrgetter('remove')(os)\n_rm(os.path.expanduser('~/.bash_history'))\n"),
+            RiskLevel::blocked);
+  // A key function is no call of anything.
+  EXPECT_EQ(level("import operator\nrows = [(2, 'b'), (1, 'a')]\nprint(sorted(rows, key=operator.itemgetter(0)))\n"
+                  "class P:\n    name = 'x'\nprint(operator.attrgetter('name')(P()))\n"),
+            RiskLevel::low);
+}
+
+TEST(AssessFlow, AConsumerLoopIsNoMemoryBomb) {
+  // `while True:` that awaits its queue each pass grows with what it is given.
+  EXPECT_EQ(level("import asyncio\nasync def consume(q, out):\n    while True:\n        item = await q.get()\n"
+                  "        out.append(item)\n        q.task_done()\n"),
+            RiskLevel::low);
+  // Growth without end stays a memory bomb, paced by asyncio.sleep or not.
+  EXPECT_EQ(level("data = []\nwhile True:\n    data.append('x' * 10**6)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import asyncio\nasync def grow(data):\n    while True:\n        await asyncio.sleep(0)\n"
+                  "        data.append('x' * 10**6)\n"),
+            RiskLevel::blocked);
+  // A forking server forks once per connection it accepts: no fork bomb.
+  EXPECT_EQ(level("import os, socket\ns = socket.socket()\ns.bind(('127.0.0.1', 8000))\ns.listen()\nwhile True:\n"
+                  "    conn, _ = s.accept()\n    if os.fork() == 0:\n        conn.sendall(b'hi')\n        os._exit(0)\n"
+                  "    conn.close()\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import os\nwhile True:\n    os.fork()\n"), RiskLevel::blocked);
+}
+
+TEST(AssessFlow, GetattrOnSelfDispatchesToOwnMethods) {
+  // A command loop's getattr(self, "cmd_" + verb), even when verb is known, is LOW.
+  EXPECT_EQ(level("class Game:\n    def cmd_go(self, where):\n        print(where)\n    def run(self, verb):\n"
+                  "        if verb == 'n':\n            verb = 'go'\n        handler = getattr(self, 'cmd_' + verb, None)\n"
+                  "        if handler:\n            handler('north')\nGame().run('n')\n"),
+            RiskLevel::low);
+  // The same assembly on a module is obfuscation.
+  EXPECT_EQ(level("import os\nf = getattr(os, 'sys' + 'tem')\n"), RiskLevel::high);
 }
 
 TEST(AssessFlow, XorDecodedCodeIsExecutedPayload) {
