@@ -56,6 +56,7 @@ void Analyzer::analyze_text(std::string_view text, uint32_t origin_line, uint32_
 void Analyzer::start_statement() {
   stmt_fresh_ = true;
   await_pending_ = false;
+  prev_plain_name_ = prev_lt_ = false;
   import_mode_ = false;
   header_ = Header::none;
   header_colon_ = false;
@@ -176,6 +177,7 @@ void Analyzer::on_token(const Token& t) {
   }
   const bool fresh = stmt_fresh_;
   stmt_fresh_ = false;
+  check_syntax(t, line, fresh);
   if (header_block_ && header_colon_ && !suite_on_line_) {
     // `while True: os.fork()`: the suite is on the header's line.
     push_block(std::move(*header_block_));

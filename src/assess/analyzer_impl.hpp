@@ -179,6 +179,7 @@ class Analyzer {
   static ArgInfo container(std::vector<ArgInfo>& items);
 
   void check_secret_random(std::string_view qual, uint32_t line);
+  void check_syntax(const Token& t, uint32_t line, bool starts_statement);
   void report_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line);
 
   ArgInfo close_call(Frame& f);
@@ -278,6 +279,11 @@ class Analyzer {
   std::string return_fn_;  // `return` statement: the function it returns from
   bool for_in_ = false;    // `for ... in`: the iterable follows
   bool await_pending_ = false;  // after `await`: the next call reported is what is awaited
+  // check_syntax: the previous token was a name that is no keyword; where it ended.
+  bool prev_plain_name_ = false;
+  const char* prev_end_ = nullptr;
+  bool prev_lt_ = false;  // and it was the operator '<'
+  bool syntax_reported_ = false;
   bool except_stmt_ = false;  // an `except` clause header
   bool unpack_env_ = false;   // after `**`: the operand may be os.environ
   std::vector<std::string> unpack_names_;  // names before ',' at statement level

@@ -111,6 +111,23 @@ TEST(AssessFlow, GetattrOnSelfDispatchesToOwnMethods) {
   EXPECT_EQ(level("import os\nf = getattr(os, 'sys' + 'tem')\n"), RiskLevel::high);
 }
 
+TEST(AssessFlow, CodeThatPythonCannotCompileIsRefused) {
+  // Other languages saved as .py, and Python 2, fail as CPython's tokenizer or parser would.
+  for (const char* src : {"<?php\nsystem($_GET['c']);\n", "use strict;\nmy @f = glob('*');\n", "echo \"hi\"\nls -la\n",
+                          "#include <stdio.h>\nint main(void) { return 0; }\n", "require 'socket'\nputs 'hi'\n",
+                          "<html><body>hi</body></html>\n", "x = 0777\n", "if 1 <> 2:\n    pass\n", "x = `1`\n",
+                          "Write-Host \"hi\"\n", "SELECT name FROM users;\n"})
+    EXPECT_EQ(level(src), RiskLevel::blocked) << src;
+  // Valid Python 3 that looks close: soft keywords as names, string prefixes, numbers, starred
+  // and unary statements, decorators.
+  EXPECT_EQ(level("import re\nmatch = re.match('a', 'a')\ncase = type = 1\nprint(match, case, type)\nx = 5\n"
+                  "match x:\n    case 5:\n        pass\n    case _:\n        pass\n"
+                  "y = Rb'a' + BR'b' + b'c'\nz = u'x' + F'{x!r:>4}' + fR'{x}'\n"
+                  "n = 0 + 00 + 0_0 + 00.5 + 0e1 + 0j + 0x1F + 0o17 + 1_000 + .5 + 5. + 1J\n"
+                  "*a, b = [1, 2, 3]\n-n\n~x\n...\n@staticmethod\ndef f(): pass\nprint(n, y, z, a, b, 1 < x < 9)\n"),
+            RiskLevel::low);
+}
+
 TEST(AssessFlow, XorDecodedCodeIsExecutedPayload) {
   EXPECT_EQ(level("K = 7\nD = [1, 2, 3]\ndef u(d):\n    return bytes(b ^ K for b in d).decode()\nexec(u(D))\n"),
             RiskLevel::blocked);
