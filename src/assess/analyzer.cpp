@@ -2,7 +2,8 @@
 // symbol table follows imports, aliases and string constants; a block stack follows
 // unbounded loops. Code hidden in exec'd literals and decoded strings is queued and analyzed
 // after the file, iteratively, within fragment limits. This file reads tokens, statements,
-// blocks and imports; analyzer_values.cpp builds the values of calls and subscripts.
+// and imports; analyzer_values.cpp builds the values of calls and subscripts, analyzer_loops.cpp
+// follows blocks and loops, analyzer_checks.cpp checks what no single rule can.
 #include "analyzer_impl.hpp"
 #include "internal.hpp"
 
@@ -79,60 +80,6 @@ void Analyzer::start_statement() {
   deferred_strings_.clear();
   dot_pending_ = false;
   prev_string_ = false;
-}
-
-void Analyzer::push_block(Block&& b) {
-  if (blocks_.size() < kMaxBlocks) blocks_.push_back(std::move(b));
-  else ++block_overflow_;
-}
-
-void Analyzer::pop_block() {
-  if (block_overflow_ > 0) {
-    --block_overflow_;
-    return;
-  }
-  if (blocks_.empty()) return;
-  Block b = std::move(blocks_.back());
-  blocks_.pop_back();
-  const bool endless = (b.kind == BlockKind::loop && b.header_unbounded && !b.exits) ||
-                       (b.kind == BlockKind::function && b.recursive && !b.exits);
-  if (endless || b.kind == BlockKind::function) {
-    // A function body runs when called, not where it is defined: its calls stop here.
-    for (auto& d : b.pending) emit_deferred(d, endless, endless && b.waits);
-    return;
-  }
-  // A bounded loop inside an endless one still repeats without end: hand the calls out.
-  if (Block* outer = candidate()) {
-    for (auto& d : b.pending) {
-      if (outer->pending.size() < kMaxPending) outer->pending.push_back(std::move(d));
-      else emit_deferred(d, outer->header_unbounded, outer->header_unbounded && outer->waits);
-    }
-  } else {
-    for (auto& d : b.pending) emit_deferred(d, false, false);
-  }
-}
-
-Block* Analyzer::candidate() {
-  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
-    if (it->kind != BlockKind::plain) return &*it;
-  return nullptr;
-}
-
-void Analyzer::emit_deferred(const Deferred& d, bool endless, bool waiting) {
-  sink_.on_call(CallEvent{d.qual, d.line, d.args, endless, false, d.from_decoded, waiting});
-}
-
-// break: leaves the innermost loop. return: leaves every loop up to the function.
-void Analyzer::mark_exit(bool is_return) {
-  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
-    if (it->kind == BlockKind::loop) {
-      it->exits = true;
-      if (!is_return) return;
-    } else if (it->kind == BlockKind::function) {
-      if (is_return) it->exits = true;
-      return;
-    }
-  }
 }
 
 void Analyzer::on_token(const Token& t) {

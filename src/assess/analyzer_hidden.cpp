@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "analyzer_impl.hpp"
-#include "common/printable.hpp"
 #include "internal.hpp"
 
 namespace sandboxrun::assess::detail {
@@ -275,41 +274,6 @@ void Analyzer::computed_name(const std::string& name, uint32_t line) {
   std::string_view last = name;
   last = last.substr(last.rfind('.') + 1);
   if (!last.empty() && last.size() <= 64) sink_.on_reference("<computed>." + std::string(last), line);
-}
-
-// What CPython's tokenizer and parser reject at once, in code that is not Python 3 (PHP, Perl,
-// shell, C, HTML, Python 2): a character Python has no use for ($ ? `), `<>`, a decimal with a
-// leading zero (Python 2's octal), two names side by side (`echo "hi"`, `use strict`, `int
-// main`), a statement that starts with an operator no expression starts with (`<html>`).
-// Only the file itself is checked (not text decoded from it), and only the first error is said.
-void Analyzer::check_syntax(const Token& t, uint32_t line, bool starts_statement) {
-  if (depth_ > 0 || syntax_reported_) return;
-  auto report = [&](const std::string& why) {
-    syntax_reported_ = true;
-    sink_.on_detector(Detector::syntax_error, line, why);
-  };
-  // Soft keywords and Python 2's statements (the python2 detector's) may precede a name.
-  auto plain = [](std::string_view n) {
-    return !is_keyword(n) && n != "match" && n != "case" && n != "type" && n != "print" && n != "exec";
-  };
-  const bool name = t.kind == TokKind::name && plain(t.text);
-  if (t.kind == TokKind::error) {
-    report("a character Python does not allow outside strings and comments ('" + printable(t.text.substr(0, 8)) + "')");
-  } else if (t.kind == TokKind::number && t.text.size() > 1 && t.text[0] == '0' &&
-             t.text.find_first_not_of("0123456789_") == std::string_view::npos &&
-             t.text.find_first_not_of("0_") != std::string_view::npos) {
-    report("a decimal number with a leading zero (" + std::string(t.text.substr(0, 24)) + "): Python 2's octal");
-  } else if (starts_statement && t.kind == TokKind::op && t.text != "(" && t.text != "[" && t.text != "{" &&
-             t.text != "-" && t.text != "+" && t.text != "~" && t.text != "*" && t.text != "@" && t.text != "...") {
-    report("a statement that starts with the operator " + std::string(t.text));
-  } else if (t.kind == TokKind::op && t.text == ">" && prev_lt_ && t.text.data() == prev_end_) {
-    report("the operator <> (Python 2's !=)");
-  } else if (prev_plain_name_ && (name || t.kind == TokKind::string || t.kind == TokKind::fstring_start)) {
-    report("a name followed by another name or a string with nothing between (" + printable(t.text.substr(0, 24)) + ")");
-  }
-  prev_plain_name_ = name;
-  prev_lt_ = t.kind == TokKind::op && t.text == "<";
-  prev_end_ = t.text.data() + t.text.size();
 }
 
 }  // namespace sandboxrun::assess::detail

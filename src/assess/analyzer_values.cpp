@@ -241,55 +241,9 @@ ArgInfo Analyzer::container(std::vector<ArgInfo>& items) {
   return c;
 }
 
-namespace {
-
-// Words that name a secret in an identifier (lower case). Not bare "token" (a tokenizer's),
-// "secret" (a guessing game's number), "reset" or "key" (a game's reset, a sort key): random
-// numbers for those are no secrets.
-bool names_secret(std::string_view name) {
-  static constexpr std::string_view kWords[] = {
-      "passw", "passphrase", "secret_key", "secretkey", "client_secret", "shared_secret", "app_secret",
-      "secret_token", "jwt_secret", "reset_code", "resetcode", "reset_token", "reset_link", "otp", "one_time",
-      "nonce", "salt", "api_key", "apikey", "auth_token", "access_token", "refresh_token", "session_token",
-      "session_key", "session_id", "sessionid", "csrf", "verification_code", "verify_code", "confirm_code",
-      "activation_code", "activation_key", "license_key", "mfa_code", "2fa"};
-  std::string low(name.substr(0, 128));
-  for (char& c : low)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  for (std::string_view w : kWords)
-    if (low.find(w) != std::string::npos) return true;
-  return false;
-}
-
-}  // namespace
-
-// random.choice(...) in `def make_reset_code` or assigned to `api_key`: the policy's "random
-// used for secrets" (MEDIUM), told by what the code names the value, as a reviewer would.
-void Analyzer::check_secret_random(std::string_view qual, uint32_t line) {
-  if (!qual.starts_with("random.") || qual.starts_with("random.SystemRandom") || qual == "random.seed") return;
-  for (const auto& t : targets_)
-    if (names_secret(t)) return sink_.on_detector(Detector::secret_random, line, t);
-  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
-    if (it->kind == BlockKind::function) {
-      std::string_view fn = it->name;
-      if (fn.starts_with("local:")) fn.remove_prefix(6);
-      if (names_secret(fn)) sink_.on_detector(Detector::secret_random, line, fn);
-      return;
-    }
-}
-
 void Analyzer::report_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line) {
   check_secret_random(qual, line);
-  // What the innermost loop waits for each pass: an awaited queue, task or stream (not a
-  // sleep), a connection, a datagram, a line.
-  const bool awaited = std::exchange(await_pending_, false) && qual != "asyncio.sleep";
-  if (awaited || qual == "input" || qual.ends_with(".accept") || qual.ends_with(".recv") ||
-      qual.ends_with(".recvfrom") || qual.ends_with(".recv_into") || qual.ends_with(".readline"))
-    for (auto it = blocks_.rbegin(); it != blocks_.rend() && it->kind != BlockKind::function; ++it)
-      if (it->kind == BlockKind::loop) {
-        it->waits = true;
-        break;
-      }
+  note_wait(qual);
   // A call whose rules ask about endless loops waits in its loop or function block.
   Block* loop = sink_.loop_sensitive(qual) ? candidate() : nullptr;
   if (loop && loop->pending.size() < kMaxPending) {
