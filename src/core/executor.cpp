@@ -82,6 +82,7 @@ Executor::~Executor() = default;
 Executor Executor::open(const ExecutorOptions& options) {
   auto impl = std::make_unique<Impl>();
   // Started first: its first namespace (~0.5 ms) is made while the configuration loads.
+  impl->single_run = options.single_run;
   impl->netns = options.single_run ? std::make_unique<launch::NetnsPool>(1, 1) : std::make_unique<launch::NetnsPool>();
   const std::filesystem::path config_file =
       find_config(options.config ? std::optional<std::string>(options.config->string()) : std::nullopt);

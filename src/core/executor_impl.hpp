@@ -111,8 +111,14 @@ struct Executor::Impl {
   void launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
                          RunRecords& log, UniqueFd out_dir, std::chrono::steady_clock::time_point entered,
                          core::WarmSandbox* warm) const;
-  // ExecutorOptions::warm: declared last, so that its thread stops before the rest goes.
+  // ExecutorOptions::warm: declared late, so that its thread stops before the rest goes.
   std::unique_ptr<core::WarmPool> warm_pool;
+  // ExecutorOptions::single_run: what is left of its run (pid 1 on its way out, the cgroup), kept
+  // until the Executor goes, so that the caller reports the result while pid 1's exit tears the
+  // sandbox's namespaces down. Declared last: dropped first.
+  bool single_run = false;
+  mutable std::mutex remains_mu;
+  mutable std::vector<std::shared_ptr<void>> single_remains;
 };
 
 // One run's audit records, in order. The steps up to run_start may wait (defer): the launcher

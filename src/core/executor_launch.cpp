@@ -141,7 +141,14 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   launch.cgroup_host = cgroups;
   // A service's runs return once their result is in; pid 1's exit and the cgroup's removal
   // finish on the pool's thread.
-  if (warm_pool) launch.defer_teardown = [this](std::shared_ptr<void> remains) { warm_pool->dispose(std::move(remains)); };
+  if (warm_pool) {
+    launch.defer_teardown = [this](std::shared_ptr<void> remains) { warm_pool->dispose(std::move(remains)); };
+  } else if (single_run) {
+    launch.defer_teardown = [this](std::shared_ptr<void> rest) {
+      std::lock_guard lock(remains_mu);
+      single_remains.push_back(std::move(rest));
+    };
+  }
   try {
     r.outcome = warm ? warm->sandbox->run(launch) : run_sandbox(launch);
   } catch (const Error& e) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -70,6 +71,24 @@ TEST(Executor, RunsAndReportsTypedResults) {
   EXPECT_EQ(e.exit_code, exit_code::setup_failed);
   EXPECT_NE(e.error.find("no-such-image-here"), std::string::npos) << e.error;
   EXPECT_EQ(ex.run(req).exit_code, 4);
+}
+
+// single_run (the CLI): the result comes back while pid 1 finishes exiting; its remains (pid 1,
+// the cgroup) go with the Executor, which the caller drops once it has reported the result.
+TEST(Executor, ASingleRunsRemainsGoWithTheExecutor) {
+  TempDir d;
+  std::optional<Executor> ex;
+  ex.emplace(Executor::open({.config = write_config(d), .audit_log = d.path() + "/audit.log", .single_run = true}));
+  RunRequest req;
+  req.code = "print('once')\n";
+  RunResult r = ex->run(req);
+  EXPECT_EQ(r.outcome.stdout_data, "once\n") << r.error;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(children_of_this_process(), 1u) << "pid 1 was reaped before the Executor went";
+  EXPECT_GT(cgroups_named(r.run_id), 0u) << "the cgroup went before the Executor";
+  ex.reset();
+  EXPECT_EQ(children_of_this_process(), 0u);
+  EXPECT_EQ(cgroups_named(r.run_id), 0u);
 }
 
 // The events of one run in the audit log, in order.
