@@ -13,6 +13,7 @@
 
 #include "sandboxrun/assess_analyzer.hpp"
 #include "assess/assess_tokenizer.hpp"
+#include "assess/name_hash.hpp"
 
 namespace sandboxrun::assess::detail {
 
@@ -228,10 +229,6 @@ class Analyzer {
   EventSink& sink_;
 
   // File state, shared with the fragments (exec'd code runs in the same globals).
-  struct NameHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
   std::unordered_map<std::string, ArgInfo, NameHash, std::equal_to<>> symbols_;
   // What a local function returns when that is a constant, folded or decoded string
   // ("local:f()"): a payload assembled in one function and executed in another keeps its kind.

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "assess/name_hash.hpp"
 #include "assess/regex_prefilter.hpp"
 #include "sandboxrun/assess_analyzer.hpp"
 
@@ -160,10 +161,7 @@ class RuleSet {
   // words in a string, reported as info without a score. Empty: string matches always count.
   Strs actuators() const noexcept { return actuators_; }
 
-  struct NameHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-  };
+  using NameHash = assess::NameHash;
   // Rule indexes by fact, built once at load.
   struct Index {
     // call + reference names without '*': views of the rules' own names, each to its run of
