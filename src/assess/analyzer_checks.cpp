@@ -23,18 +23,21 @@ void Analyzer::check_syntax(const Token& t, uint32_t line, bool starts_statement
   };
   const bool name = t.kind == TokKind::name && plain(t.text);
   if (t.kind == TokKind::error) {
-    report("a character Python does not allow outside strings and comments ('" + printable(t.text.substr(0, 8)) + "')");
+    // Generated code often comes wrapped in a Markdown fence (```python ... ```). Details stay
+    // short: the rule engine cuts them at 60 characters.
+    report(t.text == "`" ? std::string("'`' outside a string: a Markdown code fence?")
+                         : "'" + printable(t.text.substr(0, 8)) + "' outside strings and comments");
   } else if (t.kind == TokKind::number && t.text.size() > 1 && t.text[0] == '0' &&
              t.text.find_first_not_of("0123456789_") == std::string_view::npos &&
              t.text.find_first_not_of("0_") != std::string_view::npos) {
-    report("a decimal number with a leading zero (" + std::string(t.text.substr(0, 24)) + "): Python 2's octal");
+    report("leading zero in " + std::string(t.text.substr(0, 16)) + " (Python 2's octal)");
   } else if (starts_statement && t.kind == TokKind::op && t.text != "(" && t.text != "[" && t.text != "{" &&
              t.text != "-" && t.text != "+" && t.text != "~" && t.text != "*" && t.text != "@" && t.text != "...") {
-    report("a statement that starts with the operator " + std::string(t.text));
+    report("a statement that starts with " + std::string(t.text.substr(0, 3)));
   } else if (t.kind == TokKind::op && t.text == ">" && prev_lt_ && t.text.data() == prev_end_) {
     report("the operator <> (Python 2's !=)");
   } else if (prev_plain_name_ && (name || t.kind == TokKind::string || t.kind == TokKind::fstring_start)) {
-    report("a name followed by another name or a string with nothing between (" + printable(t.text.substr(0, 24)) + ")");
+    report("a name, then " + printable(t.text.substr(0, 24)) + " with nothing between");
   }
   prev_plain_name_ = name;
   prev_lt_ = t.kind == TokKind::op && t.text == "<";

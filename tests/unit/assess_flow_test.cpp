@@ -118,6 +118,11 @@ TEST(AssessFlow, CodeThatPythonCannotCompileIsRefused) {
                           "<html><body>hi</body></html>\n", "x = 0777\n", "if 1 <> 2:\n    pass\n", "x = `1`\n",
                           "Write-Host \"hi\"\n", "SELECT name FROM users;\n"})
     EXPECT_EQ(level(src), RiskLevel::blocked) << src;
+  // Generated code in a Markdown fence is told so: the finding names the likely cause.
+  const Assessment fenced = assess_source("```python\nprint('hi')\n```\n", assess_fixture::config());
+  ASSERT_EQ(fenced.level, RiskLevel::blocked);
+  ASSERT_FALSE(fenced.findings.empty());
+  EXPECT_NE(fenced.findings[0].message.find("Markdown code fence"), std::string::npos) << fenced.findings[0].message;
   // Valid Python 3 that looks close: soft keywords as names, string prefixes, numbers, starred
   // and unary statements, decorators.
   EXPECT_EQ(level("import re\nmatch = re.match('a', 'a')\ncase = type = 1\nprint(match, case, type)\nx = 5\n"
