@@ -208,15 +208,19 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     if (req.on_sample) req.on_sample(out.usage, std::chrono::duration_cast<milliseconds>(Clock::now() - started));
   };
 
+  // defer_teardown: once pid 1 has sent the payload's status the run is over but for its output,
+  // and pid 1 (on its way out) is left to the caller: never reaped here, whenever it exits, so
+  // that the caller always gets it. Its exit kills whatever still holds the output open.
+  Clock::time_point status_seen{};
+  auto payload_done = [&] { return req.defer_teardown && status_known && !pid1_exited && setup_error.empty(); };
   for (;;) {
     bool streams_open = streams[0].open || streams[1].open;
     if (pid1_exited && !streams_open) break;
-    // The payload has exited (pid 1 sent its status), every writer of its output is gone and
-    // setup has nothing more to say: the run's result is complete. A caller that tears the
-    // sandbox down later (defer_teardown) need not wait for pid 1's own exit.
-    if (req.defer_teardown && status_known && !streams_open && !fds.error_read && !fds.control_read &&
-        !fds.notify_read && !timed_out && setup_error.empty()) {
-      exit_seen = Clock::now();
+    // The setup's last word (an execve error) and the seccomp listener arrive before their EOF;
+    // as after pid 1's exit, a writer that lingers gets two seconds.
+    if (payload_done() && ((!streams_open && !fds.error_read && !fds.notify_read) ||
+                           Clock::now() - status_seen > milliseconds(2000))) {
+      exit_seen = status_seen;
       if (in.active()) in.finish();
       sample();
       sampled_at_exit = true;
@@ -233,7 +237,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     else if (in.wants_write()) { idx_in = n; pfd[n++] = {in.dst->get(), POLLOUT, 0}; }
     if (streams[0].open) { idx_out = n; pfd[n++] = {streams[0].fd, POLLIN, 0}; }
     if (streams[1].open) { idx_err = n; pfd[n++] = {streams[1].fd, POLLIN, 0}; }
-    if (!pid1_exited && fds.pidfd) { idx_pid = n; pfd[n++] = {fds.pidfd.get(), POLLIN, 0}; }
+    if (!pid1_exited && !payload_done() && fds.pidfd) { idx_pid = n; pfd[n++] = {fds.pidfd.get(), POLLIN, 0}; }
     if (fds.status_read) { idx_status = n; pfd[n++] = {fds.status_read.get(), POLLIN, 0}; }
     if (fds.error_read) { idx_error = n; pfd[n++] = {fds.error_read.get(), POLLIN, 0}; }
     if (fds.control_read) { idx_ctl = n; pfd[n++] = {fds.control_read.get(), POLLIN, 0}; }
@@ -246,6 +250,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     auto wake = std::min(deadline, next_sample);
     if (denied.throttled(now)) wake = std::min(wake, denied.throttled_until());
     if (pid1_exited) wake = std::min(wake, exit_seen + milliseconds(2000));
+    if (payload_done()) wake = std::min(wake, status_seen + milliseconds(2000));
     int timeout_ms = static_cast<int>(std::max<int64_t>(
         0, std::chrono::duration_cast<milliseconds>(wake - now).count() + 1));
     if (!fds.pidfd && !pid1_exited) timeout_ms = std::min(timeout_ms, 50);  // old kernels: poll waitpid
@@ -265,6 +270,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
       if (got == sizeof st) {
         wait_status = st;
         status_known = true;
+        status_seen = Clock::now();
       }
       fds.status_read.reset();
     }
@@ -305,7 +311,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
         kill_sandbox();
       }
     }
-    if (!pid1_exited) {
+    if (!pid1_exited && !payload_done()) {
       bool gone = false;
       if (ready(idx_pid) || !fds.pidfd) {
         siginfo_t info{};
@@ -322,7 +328,7 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
       }
     }
     now = Clock::now();
-    if (!pid1_exited && now >= deadline) {
+    if (!pid1_exited && !payload_done() && now >= deadline) {
       timed_out = true;
       // Still setting up when time ran out: say where, so a hang in setup can be diagnosed.
       if (exec_seen == Clock::time_point{} && fds.error_read) setup_error = describe_stuck_setup(pid1);

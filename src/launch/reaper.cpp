@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "child_plan.hpp"
 #include "fd_passing.hpp"
@@ -34,6 +35,34 @@ void close_all_but(int keep, int also = -1) {
     if (k < 3) continue;
     if (static_cast<unsigned>(k) > from) ::syscall(SYS_close_range, from, static_cast<unsigned>(k - 1), 0u);
     from = static_cast<unsigned>(k) + 1;
+  }
+  ::syscall(SYS_close_range, from, ~0u, 0u);
+}
+
+// Closes every fd above 2 that the clone inherited but the plan's own. The clone is fork-like and
+// the launcher has threads: a sandbox made on one thread while another run's pipes are open
+// inherits them too (O_CLOEXEC acts only at execve), and would hold that run's EOF until its own
+// payload starts. With more fds than fit, nothing is closed here (exec_payload still closes them).
+void close_foreign_fds(const ChildPlan& plan) {
+  constexpr size_t kMax = 64;
+  int keep[kMax];
+  size_t n = 0;
+  if (plan.bind_trees.size() + 13 > kMax) return;
+  auto add = [&](int fd) {
+    if (fd > 2) keep[n++] = fd;
+  };
+  for (int fd : {plan.go_event, plan.sync_read, plan.error_write, plan.status_write, plan.control_write,
+                 plan.notify_write, plan.stdin_fd, plan.stdout_write, plan.stderr_write, plan.root_tree.get(),
+                 plan.test_bind_tree.get()})
+    add(fd);
+  for (const auto& t : plan.bind_trees) add(t.get());
+  for (size_t i = 1; i < n; ++i)  // insertion sort: no allocation in the child
+    for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
+  unsigned from = 3;
+  for (size_t i = 0; i < n; ++i) {
+    const auto k = static_cast<unsigned>(keep[i]);
+    if (k > from) ::syscall(SYS_close_range, from, k - 1, 0u);
+    if (k + 1 > from) from = k + 1;
   }
   ::syscall(SYS_close_range, from, ~0u, 0u);
 }
@@ -109,6 +138,7 @@ void child_main(const ChildPlan& plan) {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  close_foreign_fds(plan);
 
   // The first release is an eventfd: a socket write wakes its reader on the writer's CPU (a
   // "sync" wakeup, for a writer about to sleep), but the launcher goes on working (before_exec)

@@ -1,5 +1,6 @@
 // The library API as a service uses it: one Executor, many runs, from many threads at once.
 #include <fcntl.h>
+#include <poll.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -289,6 +290,26 @@ TEST_F(HeldLaunch, APayloadNeverStartsWhenBeforeExecFails) {
   EXPECT_EQ(procs_seen, 1u) << "only pid 1 may exist while the payload is held";
   EXPECT_EQ(cgroups_named(req.run_id), 0u);
   EXPECT_EQ(children_of_this_process(), 0u);
+}
+
+// pid 1 is a fork-like clone of a launcher with threads: it closes every fd it inherited but its
+// own, so a sandbox made on one thread never holds another run's pipes (and their EOF).
+TEST_F(HeldLaunch, APreparedSandboxHoldsNoFdItWasNotGiven) {
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+  UniqueFd rd(p[0]), wr(p[1]);
+  LaunchRequest base = req;
+  base.script.clear();
+  base.max_script = 4096;
+  auto prepared = PreparedSandbox::prepare(base);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // set up, waiting for its release
+  wr.reset();
+  pollfd pfd{rd.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 2000), 1) << "pid 1 holds a pipe it was not given";
+  char c = 0;
+  EXPECT_EQ(::read(rd.get(), &c, 1), 0);
+  RunOutcome o = prepared->run(req);
+  EXPECT_EQ(o.status, RunStatus::exited) << o.error << o.stderr_data;
 }
 
 // defer_teardown: the result comes back as soon as the payload's status and output are in; pid 1
