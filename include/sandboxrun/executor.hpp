@@ -42,7 +42,9 @@ struct ExecutorOptions {
   std::optional<std::filesystem::path> audit_log;
   // A caller that runs once and exits (the `sandboxrun` command): the network namespace for that
   // run is made ahead, while the run is prepared, and no spare ones after it. Further runs still
-  // work; each then makes its own namespace in its clone.
+  // work; each then makes its own namespace in its clone. A run returns once its result is in;
+  // its pid 1 (still exiting) and its cgroup are removed when the Executor is destroyed, so the
+  // caller reports the result while pid 1's exit tears the namespaces down.
   bool single_run = false;
   // A service: keep one sandbox set up ahead for the next run (cgroup, namespaces, filesystem,
   // made on a thread of the Executor's while the current run goes on). A run that fits it (the
