@@ -1,6 +1,7 @@
 // Facts that no rule can read off a single call: whether the file compiles as Python 3 at all,
 // and whether the random module makes a value the code names as a secret.
 #include "analyzer_impl.hpp"
+#include "common/ascii.hpp"
 #include "common/printable.hpp"
 #include "internal.hpp"
 
@@ -56,9 +57,7 @@ bool names_secret(std::string_view name) {
       "nonce", "salt", "api_key", "apikey", "auth_token", "access_token", "refresh_token", "session_token",
       "session_key", "session_id", "sessionid", "csrf", "verification_code", "verify_code", "confirm_code",
       "activation_code", "activation_key", "license_key", "mfa_code", "2fa"};
-  std::string low(name.substr(0, 128));
-  for (char& c : low)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  const std::string low = ascii_lower(name.substr(0, 128));
   for (std::string_view w : kWords)
     if (low.find(w) != std::string::npos) return true;
   return false;

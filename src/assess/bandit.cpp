@@ -17,6 +17,7 @@
 #include <map>
 #include <thread>
 
+#include "common/ascii.hpp"
 #include "sandboxrun/fd.hpp"
 
 namespace sandboxrun::assess {
@@ -25,12 +26,6 @@ namespace {
 
 constexpr size_t kMaxReport = 64u << 20;  // a JSON report for one file stays far below this
 constexpr size_t kMaxStderr = 64u << 10;
-
-std::string lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
 
 // Owns a started child: kills its process group and reaps it unless it was reaped.
 class Child {
@@ -94,11 +89,11 @@ BanditResult parse_bandit_report(std::string_view text, const BanditSettings& se
     for (const auto& res : *it) {
       if (!res.is_object()) continue;
       const std::string id = res.value("test_id", std::string("B000"));
-      const std::string sev = lower(res.value("issue_severity", std::string("low")));
+      const std::string sev = ascii_lower(res.value("issue_severity", std::string("low")));
       const int line = res.value("line_number", 0);
       std::string msg = res.value("issue_text", std::string());
       msg += " (bandit " + res.value("test_name", std::string("?")) + ", confidence " +
-             lower(res.value("issue_confidence", std::string("?"))) + ")";
+             ascii_lower(res.value("issue_confidence", std::string("?"))) + ")";
       const int score = sev == "high" ? settings.score_high : sev == "medium" ? settings.score_medium : settings.score_low;
       int& best = per_test[id];
       best = std::max(best, score);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/ascii.hpp"
 #include "common/utf8.hpp"
 #include "internal.hpp"
 #include "sandboxrun/assess_analyzer.hpp"
@@ -37,13 +38,6 @@ int b64_value(char c) noexcept {
   if (c == '+' || c == '-') return 62;
   if (c == '/' || c == '_') return 63;
   return -1;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
 }
 
 }  // namespace
@@ -169,7 +163,7 @@ std::optional<std::string> decode_constant_call(std::string_view qual, std::span
     std::string codec;
     for (const auto& a : args.subspan(1))
       if ((a.keyword.empty() || a.keyword == "encoding") && a.kind == ArgInfo::Kind::string) {
-        codec = lower(a.text);
+        codec = ascii_lower(a.text);
         break;
       }
     if (codec == "rot13" || codec == "rot_13" || codec == "rot-13") return rot13(input);
@@ -199,7 +193,7 @@ std::optional<std::string> coding_cookie(std::string_view source) {
     while (p < l.size() && (l[p] == ' ' || l[p] == '\t')) ++p;
     size_t q = p;
     while (q < l.size() && (std::isalnum(static_cast<unsigned char>(l[q])) || l[q] == '-' || l[q] == '_' || l[q] == '.')) ++q;
-    std::string enc = lower(l.substr(p, q - p));
+    std::string enc = ascii_lower(l.substr(p, q - p));
     std::replace(enc.begin(), enc.end(), '_', '-');
     return enc;
   }

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "assess/assess_tokenizer.hpp"
+#include "common/ascii.hpp"
 
 namespace sandboxrun::assess {
 
@@ -29,7 +30,6 @@ struct Info {
 };
 
 // std::regex's icase folds with the "C" locale's tolower: ASCII letters only.
-char fold(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 size_t add(size_t a, size_t b) { return a > kInf - b ? kInf : a + b; }
 size_t mul(size_t a, size_t n) { return n != 0 && a > kInf / n ? kInf : a * n; }
@@ -290,7 +290,7 @@ class Parser {
     return std::nullopt;
   }
 
-  Info literal(char c) const { return exact(std::string(1, icase_ ? fold(c) : c)); }
+  Info literal(char c) const { return exact(std::string(1, icase_ ? ascii_lower(c) : c)); }
 
   std::string_view re_;
   bool icase_;
@@ -324,7 +324,7 @@ bool RegexPrefilter::may_match(std::string_view text) const {
   }
   for (const auto& n : needles) {
     const auto hit = std::search(text.begin(), text.end(), n.begin(), n.end(),
-                                 [](char a, char b) { return fold(a) == b; });
+                                 [](char a, char b) { return ascii_lower(a) == b; });
     if (hit != text.end()) return true;
   }
   return false;

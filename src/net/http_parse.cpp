@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/ascii.hpp"
 #include "net/net_parse.hpp"
 
 namespace sandboxrun::net {
@@ -22,10 +23,9 @@ bool value_char(char c) {
   return u == '\t' || (u >= 0x20 && u != 0x7f);
 }
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
 }
 
 bool istarts_with(std::string_view s, std::string_view prefix) {
@@ -227,7 +227,7 @@ std::string upstream_head(const RequestHead& head, const ProxyRequest& req) {
         const auto item = trim(v.substr(0, comma));
         if (!item.empty()) {
           std::string l;
-          for (char c : item) l.push_back(lower(c));
+          for (char c : item) l.push_back(ascii_lower(c));
           drop.push_back(std::move(l));
         }
         if (comma == std::string_view::npos) break;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "common/ascii.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun::net {
@@ -15,7 +16,6 @@ namespace {
 constexpr size_t kMaxNameLength = 253;
 constexpr size_t kMaxLabelLength = 63;
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -193,7 +193,7 @@ HostCheck normalize_host(std::string_view text) {
   }
   std::string name;
   name.reserve(text.size());
-  for (char c : text) name.push_back(lower(c));
+  for (char c : text) name.push_back(ascii_lower(c));
   if (name.back() == '.') name.pop_back();
   if (name.empty() || name.size() > kMaxNameLength) return {std::nullopt, "'" + shown + "' is not a valid host name"};
   if (auto ip = parse_ip(name)) return {Host{Host::Kind::ip, ip->to_string(), ip}, {}};
