@@ -121,7 +121,7 @@ CloneResult clone_sandbox(unsigned long flags, int cgroup_fd, long owner_uid, in
     leave_netns(home);
     errno = err;
   } else {
-    (void)home.release();  // pid 1 closes every fd it does not need (close_all_but) itself
+    (void)home.release();  // pid 1 closes every fd it does not need (close_foreign_fds) itself
   }
   if (pid < 0) {
     int err = errno;

@@ -27,16 +27,25 @@ namespace sandboxrun::launch {
 
 namespace {
 
-// Leaves only 0-2, `keep` and `also` (-1: none) open.
-void close_all_but(int keep, int also = -1) {
-  int a = keep < also ? keep : also, b = keep < also ? also : keep;
+// Leaves only 0-2 and the `n` fds of `keep` open (in any order; -1 and 0-2 are ignored). Sorts
+// `keep` in place: raw syscalls and no allocation, for pid 1 and the payload before its execve.
+void close_all_except(int* keep, size_t n) {
+  for (size_t i = 1; i < n; ++i)
+    for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
   unsigned from = 3;
-  for (int k : {a, b}) {
-    if (k < 3) continue;
-    if (static_cast<unsigned>(k) > from) ::syscall(SYS_close_range, from, static_cast<unsigned>(k - 1), 0u);
-    from = static_cast<unsigned>(k) + 1;
+  for (size_t i = 0; i < n; ++i) {
+    if (keep[i] < 3) continue;
+    const auto k = static_cast<unsigned>(keep[i]);
+    if (k > from) ::syscall(SYS_close_range, from, k - 1, 0u);
+    if (k + 1 > from) from = k + 1;
   }
   ::syscall(SYS_close_range, from, ~0u, 0u);
+}
+
+// Leaves only 0-2, `keep` and `also` (-1: none) open.
+void close_all_but(int keep, int also = -1) {
+  int fds[] = {keep, also};
+  close_all_except(fds, 2);
 }
 
 // Closes every fd above 2 that the clone inherited but the plan's own. The clone is fork-like and
@@ -44,27 +53,17 @@ void close_all_but(int keep, int also = -1) {
 // inherits them too (O_CLOEXEC acts only at execve), and would hold that run's EOF until its own
 // payload starts. With more fds than fit, nothing is closed here (exec_payload still closes them).
 void close_foreign_fds(const ChildPlan& plan) {
+  const int own[] = {plan.go_event,     plan.sync_read,      plan.error_write,     plan.status_write,
+                     plan.control_write, plan.notify_write,   plan.stdin_fd,        plan.stdout_write,
+                     plan.stderr_write,  plan.root_tree.get(), plan.test_bind_tree.get()};
   constexpr size_t kMax = 64;
+  constexpr size_t kOwn = sizeof own / sizeof own[0];
+  if (kOwn + plan.bind_trees.size() > kMax) return;
   int keep[kMax];
   size_t n = 0;
-  if (plan.bind_trees.size() + 13 > kMax) return;
-  auto add = [&](int fd) {
-    if (fd > 2) keep[n++] = fd;
-  };
-  for (int fd : {plan.go_event, plan.sync_read, plan.error_write, plan.status_write, plan.control_write,
-                 plan.notify_write, plan.stdin_fd, plan.stdout_write, plan.stderr_write, plan.root_tree.get(),
-                 plan.test_bind_tree.get()})
-    add(fd);
-  for (const auto& t : plan.bind_trees) add(t.get());
-  for (size_t i = 1; i < n; ++i)  // insertion sort: no allocation in the child
-    for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
-  unsigned from = 3;
-  for (size_t i = 0; i < n; ++i) {
-    const auto k = static_cast<unsigned>(keep[i]);
-    if (k > from) ::syscall(SYS_close_range, from, k - 1, 0u);
-    if (k + 1 > from) from = k + 1;
-  }
-  ::syscall(SYS_close_range, from, ~0u, 0u);
+  for (int fd : own) keep[n++] = fd;
+  for (const auto& t : plan.bind_trees) keep[n++] = t.get();
+  close_all_except(keep, n);
 }
 
 // Loads the filter with a new listener and hands the listener to the launcher; the payload keeps
