@@ -251,6 +251,10 @@ bool value_ok(const ArgCondition& c, const ArgInfo& a) {
     std::replace(spaced.begin(), spaced.end(), '\x1f', ' ');
     text = spaced;
   }
+  // A computed value of which nothing is known has no text to test: `[...] + list(args)` is not
+  // the empty string that `^(\s|$)` looks for.
+  const bool unknown = a.kind == ArgInfo::Kind::expr && a.text.empty();
+  if (unknown && (!c.contains.empty() || c.regex || !c.equals.empty())) return false;
   if (!c.contains.empty() && !contains_any(text, c.contains)) return false;
   if (c.regex && !c.regex->search(text)) return false;
   if (!c.equals.empty() && std::find(c.equals.begin(), c.equals.end(), text) == c.equals.end()) return false;

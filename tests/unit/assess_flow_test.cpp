@@ -172,3 +172,11 @@ TEST(AssessFlow, CharacterCodesAndMethodcaller) {
   // os.system reached through operator.methodcaller is still a shell.
   EXPECT_GE(level("import operator, os\noperator.methodcaller('system', 'id')(os)\n"), RiskLevel::high);
 }
+
+TEST(AssessFlow, AComputedArgumentIsNotTheEmptyHost) {
+  // `[...] + list(args)` has no known text; it is not the empty host of `("", port)`.
+  EXPECT_EQ(level("import subprocess\ndef run(args):\n"
+                  "    return subprocess.run(['tool', '--id'] + list(args), capture_output=True)\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import socket\ns = socket.socket()\ns.bind(('', 8080))\n"), RiskLevel::high);
+}
