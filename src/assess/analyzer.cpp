@@ -75,6 +75,12 @@ void Analyzer::start_statement() {
   unpack_names_.clear();
   unpack_.clear();
   for_in_ = false;
+  comp_for_depth_ = comp_in_depth_ = 0;
+  for_phase_ = 0;
+  for_targets_ok_ = true;
+  for_targets_.clear();
+  for_iter_sig_.clear();
+  stmt_items_set_ = false;
   as_pending_ = false;
   bare_strings_ = true;
   deferred_strings_.clear();
@@ -171,8 +177,11 @@ void Analyzer::on_token(const Token& t) {
       break;
     case TokKind::fstring_middle: {
       Frame& f = frames_.back();
-      if (f.kind == FrameKind::fstring && !overflow_)
-        append_capped(f.cur.text, fstring_middle_value(t.text, (t.flags & tokflag::raw) != 0), kMaxText);
+      if (f.kind == FrameKind::fstring && !overflow_) {
+        const std::string piece = fstring_middle_value(t.text, (t.flags & tokflag::raw) != 0);
+        append_capped(f.cur.text, piece, kMaxText);
+        append_capped(f.method, piece, kMaxText);
+      }
       break;
     }
     case TokKind::fstring_end: close_frame(); prev_string_ = true; break;
@@ -228,6 +237,7 @@ ArgInfo Analyzer::resolve(std::string_view name) const {
 }
 
 void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
+  comprehension_iterable_end();
   if (kw == "True" || kw == "False" || kw == "None") {
     flush();
     prim_ = Primary{true, ArgInfo{{}, Kind::literal, std::string(kw)}, {}, {}, line};
@@ -249,6 +259,9 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
       }
   }
   if (kw == "in" && header_ == Header::for_ && !header_colon_ && frames_.size() == 1) for_in_ = true;
+  // A comprehension's `for ... in`: its iterable ends at the next keyword or bracket.
+  if (kw == "for" && frames_.size() > 1) comp_for_depth_ = frames_.size();
+  if (kw == "in" && comp_for_depth_ == frames_.size()) comp_in_depth_ = frames_.size();
   if (kw == "as") {
     as_pending_ = true;
     as_value_ = frames_.back().cur;
@@ -265,6 +278,15 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
   }
   if (kw == "await") await_pending_ = true;
   f.after_plus = false;
+}
+
+// `[k for k in os.environ if ...]` walks the whole environment, as a `for` statement over it does.
+void Analyzer::comprehension_iterable_end() {
+  if (comp_in_depth_ == 0 || comp_in_depth_ != frames_.size()) return;
+  comp_in_depth_ = comp_for_depth_ = 0;
+  if (!prim_.active || !is_name_kind(prim_.val.kind)) return;
+  const std::string it = detail::canonical(prim_.val.text);
+  if (it == "os.environ" || it == "os.environb") report_call(it + ".__iter__", {}, prim_.line);
 }
 
 // A literal read as the pattern of a regex or glob match (re.compile(r"/dev/tcp/..."), a linter's
@@ -318,6 +340,7 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     const std::string it = detail::canonical(prim_.val.text);
     if (it == "os.environ" || it == "os.environb") report_call(it + ".__iter__", {}, prim_.line);
   }
+  if (c == ':' && header_ == Header::for_ && !header_colon_ && frames_.size() == 1) bind_loop_targets();
   // `bytes(b ^ key for b in data)`, `chr(ord(c) ^ k)`: bytes decoded with an XOR key.
   if (c == '^') {
     for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
@@ -355,6 +378,7 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     return;
   }
   if (c == ')' || c == ']' || c == '}') {
+    comprehension_iterable_end();
     flush();
     close_frame();
     return;
@@ -382,6 +406,10 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     } else if (top.kind == FrameKind::statement && header_ != Header::none && !header_colon_) {
       header_colon_ = true;
       on_header_colon();
+    } else if (top.kind == FrameKind::brace && top.cur.kind != Kind::none && top.args.size() < kMaxArgs) {
+      // A dict's key: an item of its own, so that its keys and values stay apart.
+      finish_arg(top);
+      top.key_mask |= 1u << (top.args.size() - 1);
     } else {
       top.cur.dynamic = true;
     }
@@ -465,6 +493,7 @@ void Analyzer::end_statement(bool suite_continues) {
         if (value.kind == Kind::string || is_name_kind(value.kind) ||
             (value.kind == Kind::container && targets_.size() == 1)) {
           bind(t, value);
+          if (targets_.size() == 1) remember_items(t, value);
         } else if (value.decoded) {
           bind(t, ArgInfo{{}, Kind::expr, {}, true, false, true});
         } else {

@@ -38,7 +38,7 @@ struct Frame {
   FrameKind kind = FrameKind::statement;
   uint32_t line = 0;
   ArgInfo callee;      // call: what is called; subscript: the base
-  std::string method;  // call of a method on a string constant ('..'.decode)
+  std::string method;  // call of a method on a string constant ('..'.decode); fstring: its text, fields as "{}"
   std::vector<ArgInfo> args;
   ArgInfo cur;  // the argument being read
   bool after_plus = false;
@@ -48,6 +48,13 @@ struct Frame {
   uint8_t cond = 0;  // 1: in C, 2: in B (or after `or`)
   ArgInfo cond_then;
   bool flag_chain = false;  // cur is NAME | NAME ...
+  uint32_t key_mask = 0;     // brace: which args are a dict's keys (bit i: args[i])
+};
+
+// The items of a list, tuple, set or dict literal (keys: the items, or a dict's keys).
+struct Items {
+  std::vector<ArgInfo> keys, values;
+  bool dict = false;
 };
 
 struct Primary {
@@ -131,6 +138,7 @@ class Analyzer {
   ArgInfo resolve(std::string_view name) const;
 
   void on_keyword(std::string_view kw, uint32_t line);
+  void comprehension_iterable_end();
 
   void bind(const std::string& name, const ArgInfo& value);
 
@@ -216,6 +224,13 @@ class Analyzer {
 
   void parse_import();
 
+  // ---- for loops over literals (analyzer_iter.cpp) ----------------------------------------
+  void for_header_token(const Token& t);
+  void capture_items(Frame& f);
+  void remember_items(const std::string& name, const ArgInfo& value);
+  // At a `for` header's colon: its names take the items of the literal it iterates.
+  void bind_loop_targets();
+
   // `name += value`: a string grows (folded when the piece is a constant), anything else is
   // no longer the constant it was bound to.
   void augment(const ArgInfo& piece);
@@ -235,6 +250,8 @@ class Analyzer {
   std::unordered_map<std::string, ArgInfo, NameHash, std::equal_to<>> returns_;
   // Modules bound by import statements: a subscript of one is a lookup in its namespace.
   std::unordered_set<std::string, NameHash, std::equal_to<>> modules_;
+  // Names bound to a list, tuple, set or dict literal: its items.
+  std::unordered_map<std::string, Items, NameHash, std::equal_to<>> items_;
   std::deque<Fragment> queue_;
   uint64_t string_budget_ = 0;         // literal bytes on_string_value may still scan (see there)
   uint64_t whole_budget_ = 256 << 10;  // joined-value bytes it may still report and scan
@@ -276,6 +293,14 @@ class Analyzer {
   bool def_pending_ = false;
   std::string return_fn_;  // `return` statement: the function it returns from
   bool for_in_ = false;    // `for ... in`: the iterable follows
+  size_t comp_for_depth_ = 0, comp_in_depth_ = 0;  // a comprehension's `for` / `in`, by frame depth
+  // A `for` header: 0 reading its names, 1 its iterable (spelled in for_iter_sig_).
+  uint8_t for_phase_ = 0;
+  bool for_targets_ok_ = true;
+  std::vector<std::string> for_targets_;
+  std::string for_iter_sig_;
+  Items stmt_items_;  // the last literal closed at statement level
+  bool stmt_items_set_ = false;
   bool await_pending_ = false;  // after `await`: the next call reported is what is awaited
   // check_syntax: the previous token was a name that is no keyword; where it ended.
   bool prev_plain_name_ = false;

@@ -168,6 +168,9 @@ void Analyzer::close_frame() {
     for (const auto& a : f.args)
       if (a.kind == Kind::string && a.folded) on_string_value(a, f.line, true);
   if (f.kind == FrameKind::group && frames_.size() == 1 && !class_name_.empty()) bind_class_base(f.args);
+  if (((frames_.size() == 1 && targets_.size() == 1) || (header_ == Header::for_ && !header_colon_)) &&
+      (f.kind == FrameKind::list || f.kind == FrameKind::group || f.kind == FrameKind::brace))
+    capture_items(f);
   Primary result;
   result.active = true;
   result.line = f.line;
@@ -193,9 +196,10 @@ void Analyzer::close_frame() {
       break;
     case FrameKind::fstring: {
       result.val = ArgInfo{{}, Kind::string, std::move(f.cur.text), f.cur.dynamic, false, f.cur.decoded};
+      // The string rules read it with "{}" where its fields are: f"{a}:{b}" is no "::".
       if (!result.val.text.empty()) {
-        if (bare_strings_) deferred_strings_.emplace_back(result.val.text, f.line);
-        else emit_string(result.val.text, f.line);
+        if (bare_strings_) deferred_strings_.emplace_back(f.method, f.line);
+        else emit_string(f.method, f.line);
       }
       break;
     }
@@ -203,6 +207,7 @@ void Analyzer::close_frame() {
       // The field's value becomes part of the enclosing f-string.
       Frame& parent = frames_.back();
       if (parent.kind == FrameKind::fstring) {
+        append_capped(parent.method, "{}", kMaxText);
         parent.cur.dynamic = true;
         parent.cur.decoded |= any_decoded(f.args);
       }
@@ -461,6 +466,8 @@ ArgInfo Analyzer::close_subscript(Frame& f) {
     r.folded = true;
     return r;
   }
+  // Reversed text that is not a constant here (`return s[::-1]`): an encoding if it runs.
+  if (f.sig == "::-1" || f.sig == ":::-1") return ArgInfo{{}, Kind::expr, {}, true, false, true};
   if (!is_name_kind(base.kind)) return ArgInfo{{}, Kind::expr, {}, true, false, base.decoded || key.decoded};
   const std::string bq = detail::canonical(base.text);
   const bool const_key = key.kind == Kind::string && !key.dynamic;
@@ -586,6 +593,7 @@ void Analyzer::token_hooks(const Token& t, uint32_t line) {
     }
   }
   if (t.kind == TokKind::op && t.text == "**") unpack_env_ = true;
+  if (header_ == Header::for_ && !header_colon_) for_header_token(t);
   // `except E, e:` is Python 2 only (Python 3 needs brackets around several exceptions).
   if (except_stmt_ && depth_ == 0 && t.kind == TokKind::op && t.text == "," && frames_.size() == 1 && !header_colon_) {
     except_stmt_ = false;

@@ -10,6 +10,10 @@
 
 namespace sandboxrun::assess::detail {
 
+// Between the values an argument may have: a loop's name over a literal's items holds them all
+// (analyzer_iter.cpp), and a rule's test passes when one of them passes it (rules.cpp).
+constexpr char kAlternative = '\x1e';
+
 // The text a decoder call produces from constant arguments (base64/hex/rot13 of a literal),
 // or nullopt when the call is not a decoder or its input is not constant and valid.
 std::optional<std::string> decode_constant_call(std::string_view qual, std::span<const ArgInfo> args);

@@ -243,6 +243,14 @@ const ArgInfo* select(const ArgCondition& c, std::span<const ArgInfo> args) {
   return nullptr;
 }
 
+bool text_ok(const ArgCondition& c, std::string_view text) {
+  if (!c.contains.empty() && !contains_any(text, c.contains)) return false;
+  if (c.regex && !c.regex->search(text)) return false;
+  if (!c.equals.empty() && std::find(c.equals.begin(), c.equals.end(), text) == c.equals.end()) return false;
+  if (!c.not_in.empty() && std::find(c.not_in.begin(), c.not_in.end(), text) != c.not_in.end()) return false;
+  return true;
+}
+
 bool value_ok(const ArgCondition& c, const ArgInfo& a) {
   std::string spaced;
   std::string_view text = a.text;
@@ -255,10 +263,20 @@ bool value_ok(const ArgCondition& c, const ArgInfo& a) {
   // the empty string that `^(\s|$)` looks for.
   const bool unknown = a.kind == ArgInfo::Kind::expr && a.text.empty();
   if (unknown && (!c.contains.empty() || c.regex || !c.equals.empty())) return false;
-  if (!c.contains.empty() && !contains_any(text, c.contains)) return false;
-  if (c.regex && !c.regex->search(text)) return false;
-  if (!c.equals.empty() && std::find(c.equals.begin(), c.equals.end(), text) == c.equals.end()) return false;
-  if (!c.not_in.empty() && std::find(c.not_in.begin(), c.not_in.end(), text) != c.not_in.end()) return false;
+  // A name that holds one of several values (a loop's name over a list's items): the test
+  // passes when one of them passes it.
+  if (text.find(kAlternative) == std::string_view::npos) {
+    if (!text_ok(c, text)) return false;
+  } else {
+    bool any = false;
+    for (size_t start = 0; !any && start <= text.size();) {
+      size_t end = text.find(kAlternative, start);
+      if (end == std::string_view::npos) end = text.size();
+      any = text_ok(c, text.substr(start, end - start));
+      start = end + 1;
+    }
+    if (!any) return false;
+  }
   if (c.dynamic && *c.dynamic != a.dynamic) return false;
   if (c.decoded && *c.decoded != a.decoded) return false;
   if (c.folded && *c.folded != a.folded) return false;

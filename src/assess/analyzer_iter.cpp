@@ -1,0 +1,186 @@
+// `for` loops over literals: the loop's names take the values of the items they iterate, so
+// that `for cmd in COMMANDS: subprocess.run(cmd)` is read as a run of every command in the list
+// and `for path, value in SETTINGS.items(): open(path, "w")` as a write of every key. A name
+// that can hold several values holds them all, joined by kAlternative; a rule's argument test
+// passes when any one of them passes it (rules.cpp).
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analyzer_impl.hpp"
+#include "internal.hpp"
+
+namespace sandboxrun::assess::detail {
+
+namespace {
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+// `f(x)` -> `x` when `s` is one call of `fn` around all of it.
+bool unwrap(std::string_view& s, std::string_view fn) {
+  if (s.size() < fn.size() + 2 || !s.starts_with(fn) || s[fn.size()] != '(' || s.back() != ')') return false;
+  int depth = 0;
+  for (size_t i = fn.size(); i < s.size(); ++i) {
+    if (s[i] == '(' || s[i] == '[' || s[i] == '{') ++depth;
+    if (s[i] == ')' || s[i] == ']' || s[i] == '}') --depth;
+    if (depth == 0 && i + 1 != s.size()) return false;  // `f(a) + g(b)`
+  }
+  s = s.substr(fn.size() + 1, s.size() - fn.size() - 2);
+  return true;
+}
+
+// One bracketed literal spanning all of `s`: `[...]`, `(...)`, `{...}`.
+bool one_literal(std::string_view s) {
+  if (s.size() < 2 || (s[0] != '[' && s[0] != '(' && s[0] != '{')) return false;
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '(' || s[i] == '[' || s[i] == '{') ++depth;
+    if (s[i] == ')' || s[i] == ']' || s[i] == '}') --depth;
+    if (depth == 0 && i + 1 != s.size()) return false;
+  }
+  return true;
+}
+
+// Item `i` of a tuple literal's value (its items joined by \x1f; "{}" or nothing where an item
+// was not a constant string).
+std::optional<ArgInfo> tuple_item(const ArgInfo& tuple, size_t i) {
+  if (tuple.kind != Kind::container) return std::nullopt;
+  std::string_view t = tuple.text;
+  for (size_t k = 0; k < i; ++k) {
+    const size_t sep = t.find('\x1f');
+    if (sep == std::string_view::npos) return std::nullopt;
+    t.remove_prefix(sep + 1);
+  }
+  t = t.substr(0, t.find('\x1f'));
+  if (t.empty() || t == "{}") return std::nullopt;
+  return ArgInfo{{}, Kind::string, std::string(t), false, tuple.folded, tuple.decoded};
+}
+
+// The values one name takes, as one ArgInfo: one kind when they share it, else an expression.
+ArgInfo alternatives(const std::vector<ArgInfo>& values) {
+  ArgInfo r = values.front();
+  r.keyword.clear();
+  for (size_t i = 1; i < values.size(); ++i) {
+    const ArgInfo& v = values[i];
+    if (v.kind != r.kind) {
+      r.kind = Kind::expr;
+      r.dynamic = true;
+    }
+    r.dynamic |= v.dynamic;
+    r.folded |= v.folded;
+    r.decoded |= v.decoded;
+    r.text += kAlternative;
+    append_capped(r.text, v.text, kMaxSymbolText);
+  }
+  return r;
+}
+
+}  // namespace
+
+// The tokens of a `for` header: its names up to `in`, then how the iterable is spelled.
+void Analyzer::for_header_token(const Token& t) {
+  if (for_phase_ == 0) {
+    if (t.kind == TokKind::name && is_keyword(t.text)) {
+      if (t.text == "in" && frames_.size() == 1) for_phase_ = 1;
+      else if (t.text != "for" && t.text != "async") for_targets_ok_ = false;
+    } else if (t.kind == TokKind::name) {
+      if (for_targets_.size() < 4) for_targets_.emplace_back(t.text);
+      else for_targets_ok_ = false;
+    } else if (!(t.kind == TokKind::op && (t.text == "," || t.text == "(" || t.text == ")" || t.text == "[" ||
+                                           t.text == "]"))) {
+      for_targets_ok_ = false;  // `for self.x in`, `for d[k] in`: not plain names
+    }
+    return;
+  }
+  if (t.kind == TokKind::op && t.text == ":" && frames_.size() == 1) return;
+  const bool word = t.kind == TokKind::name || t.kind == TokKind::op;
+  if (!append_capped(for_iter_sig_, word ? t.text : std::string_view("$"), 96)) for_targets_ok_ = false;
+}
+
+// A list, tuple, set or dict literal closed at statement level: its items, for a name it is
+// bound to or a `for` header it is the iterable of.
+void Analyzer::capture_items(Frame& f) {
+  stmt_items_ = Items{};
+  stmt_items_set_ = true;
+  const bool dict = f.kind == FrameKind::brace && f.key_mask != 0;
+  stmt_items_.dict = dict;
+  for (size_t i = 0; i < f.args.size() && i < 32; ++i) {
+    if (!f.args[i].keyword.empty()) continue;
+    const bool key = (f.key_mask >> i) & 1u;
+    if (!dict || key) stmt_items_.keys.push_back(f.args[i]);
+    else if (stmt_items_.values.size() < stmt_items_.keys.size()) stmt_items_.values.push_back(f.args[i]);
+  }
+  if (dict) stmt_items_.values.resize(stmt_items_.keys.size(), ArgInfo{{}, Kind::expr, {}, true});
+}
+
+void Analyzer::remember_items(const std::string& name, const ArgInfo& value) {
+  if (value.kind == Kind::container && stmt_items_set_ && !stmt_items_.keys.empty()) {
+    if (items_.size() < kMaxSymbols) items_[name] = stmt_items_;
+  } else if (!items_.empty()) {
+    items_.erase(name);
+  }
+}
+
+void Analyzer::bind_loop_targets() {
+  if (for_targets_.empty()) return;
+  auto forget = [&] {
+    for (const auto& t : for_targets_) symbols_.erase(t);
+  };
+  if (!for_targets_ok_) return forget();
+  std::string_view s = for_iter_sig_;
+  size_t skip = 0;
+  if (unwrap(s, "enumerate")) skip = 1;
+  for (std::string_view fn : {"sorted", "reversed", "list", "tuple", "set", "iter"})
+    if (unwrap(s, fn)) break;
+  enum class Part { items, keys, values, pairs } part = Part::items;
+  auto strip = [&](std::string_view suffix) {
+    if (!s.ends_with(suffix)) return false;
+    s.remove_suffix(suffix.size());
+    return true;
+  };
+  if (strip(".items()")) part = Part::pairs;
+  else if (strip(".values()")) part = Part::values;
+  else if (strip(".keys()")) part = Part::keys;
+  const Items* src = nullptr;
+  if (is_identifier(s)) {
+    if (auto it = items_.find(s); it != items_.end()) src = &it->second;
+  } else if (one_literal(s) && stmt_items_set_) {
+    src = &stmt_items_;
+  }
+  if (!src || skip >= for_targets_.size()) return forget();
+  const size_t n = for_targets_.size() - skip;
+  std::vector<std::vector<ArgInfo>> values(n);
+  bool known = true;
+  if (part == Part::pairs) {
+    if (!src->dict || n != 2) return forget();
+    values[0] = src->keys;
+    values[1] = src->values;
+  } else {
+    const std::vector<ArgInfo>& from = (part == Part::values && src->dict) ? src->values : src->keys;
+    if (part != Part::items && !src->dict) return forget();
+    for (const ArgInfo& item : from) {
+      if (n == 1) {
+        values[0].push_back(item);
+        continue;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (auto v = tuple_item(item, i)) values[i].push_back(std::move(*v));
+        else known = false;
+      }
+    }
+  }
+  if (skip) symbols_.erase(for_targets_[0]);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& name = for_targets_[skip + i];
+    if (!known || values[i].empty()) symbols_.erase(name);
+    else bind(name, alternatives(values[i]));
+  }
+}
+
+}  // namespace sandboxrun::assess::detail
