@@ -47,6 +47,7 @@ enum class Detector : uint8_t {
   code_fragments,     // a list of constant pieces that join into Python statements
   syntax_error,       // the file does not compile: a bracket never closed, a string never ended
   secret_random,      // the random module (not secrets) makes a value for a function or name that says secret
+  secret_weak_hash,   // MD5 or SHA-1 (not usedforsecurity=False) in a function or for a name that says password
   count_,
 };
 const char* to_string(Detector d) noexcept;

@@ -4,6 +4,8 @@
 // after the file, iteratively, within fragment limits. This file reads tokens, statements,
 // and imports; analyzer_values.cpp builds the values of calls and subscripts, analyzer_loops.cpp
 // follows blocks and loops, analyzer_checks.cpp checks what no single rule can.
+#include <algorithm>
+
 #include "analyzer_impl.hpp"
 #include "internal.hpp"
 
@@ -579,6 +581,8 @@ void Analyzer::parse_import() {
 
 void Analyzer::enqueue(std::string text, uint32_t line, uint32_t depth) {
   if (depth > limits_.max_fragment_depth || text.empty()) return;
+  // Code a name holds one of several values of (a loop over a list of statements): each its own line.
+  std::replace(text.begin(), text.end(), kAlternative, '\n');
   if (fragment_bytes_ + text.size() > limits_.max_fragment_bytes) return;
   fragment_bytes_ += text.size();
   queue_.push_back(Fragment{std::move(text), origin_line_ ? origin_line_ : line, depth});

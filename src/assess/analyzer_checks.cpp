@@ -63,19 +63,40 @@ bool names_secret(std::string_view name) {
   return false;
 }
 
+// A password, for hashes: a nonce or a session id hashed with MD5 is a protocol's (HTTP digest).
+bool names_password(std::string_view name) {
+  const std::string low = ascii_lower(name.substr(0, 128));
+  return low.find("passw") != std::string::npos || low.find("passphrase") != std::string::npos ||
+         low.find("pwd_hash") != std::string::npos || low.find("pw_hash") != std::string::npos;
+}
+
 }  // namespace
 
-// random.choice(...) in `def make_reset_code` or assigned to `api_key`: the policy's "random
-// used for secrets" (MEDIUM), told by what the code names the value, as a reviewer would.
-void Analyzer::check_secret_random(std::string_view qual, uint32_t line) {
-  if (!qual.starts_with("random.") || qual.starts_with("random.SystemRandom") || qual == "random.seed") return;
+// random.choice(...) in `def make_reset_code` or assigned to `api_key`, hashlib.md5(...) in `def
+// hash_password`: the policy's "weak crypto or random used for secrets" (MEDIUM), told by what
+// the code names the value, as a reviewer would. An MD5 that says usedforsecurity=False is a
+// cache key, whatever its function is called.
+void Analyzer::check_secret_use(std::string_view qual, const std::vector<ArgInfo>& args, uint32_t line) {
+  Detector d;
+  if (qual.starts_with("random.") && !qual.starts_with("random.SystemRandom") && qual != "random.seed") {
+    d = Detector::secret_random;
+  } else if (qual == "hashlib.md5" || qual == "hashlib.sha1" ||
+             (qual == "hashlib.new" && !args.empty() && args[0].kind == Kind::string &&
+              (ascii_lower(args[0].text) == "md5" || ascii_lower(args[0].text) == "sha1"))) {
+    for (const auto& a : args)
+      if (a.keyword == "usedforsecurity" && a.text == "False") return;
+    d = Detector::secret_weak_hash;
+  } else {
+    return;
+  }
+  auto says = [&](std::string_view n) { return d == Detector::secret_random ? names_secret(n) : names_password(n); };
   for (const auto& t : targets_)
-    if (names_secret(t)) return sink_.on_detector(Detector::secret_random, line, t);
+    if (says(t)) return sink_.on_detector(d, line, t);
   for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
     if (it->kind == BlockKind::function) {
       std::string_view fn = it->name;
       if (fn.starts_with("local:")) fn.remove_prefix(6);
-      if (names_secret(fn)) sink_.on_detector(Detector::secret_random, line, fn);
+      if (says(fn)) sink_.on_detector(d, line, fn);
       return;
     }
 }

@@ -187,7 +187,8 @@ class Analyzer {
 
   static ArgInfo container(std::vector<ArgInfo>& items);
 
-  void check_secret_random(std::string_view qual, uint32_t line);
+  // The random module or a weak hash making a value the code names as a secret.
+  void check_secret_use(std::string_view qual, const std::vector<ArgInfo>& args, uint32_t line);
   void note_wait(std::string_view qual);
   void check_syntax(const Token& t, uint32_t line, bool starts_statement);
   void report_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line);

@@ -62,22 +62,22 @@ std::optional<ArgInfo> tuple_item(const ArgInfo& tuple, size_t i) {
   return ArgInfo{{}, Kind::string, std::string(t), false, tuple.folded, tuple.decoded};
 }
 
-// The values one name takes, as one ArgInfo: one kind when they share it, else an expression.
+// The values one name takes, as one ArgInfo. It is no constant (the name holds one value at a
+// time, and "prefix" + name is no payload assembled from pieces): an expression whose pieces are
+// the values, or a container when every value is one (a list of argument lists).
 ArgInfo alternatives(const std::vector<ArgInfo>& values) {
   ArgInfo r = values.front();
   r.keyword.clear();
+  r.dynamic = true;
   for (size_t i = 1; i < values.size(); ++i) {
     const ArgInfo& v = values[i];
-    if (v.kind != r.kind) {
-      r.kind = Kind::expr;
-      r.dynamic = true;
-    }
-    r.dynamic |= v.dynamic;
+    if (v.kind != r.kind) r.kind = Kind::expr;
     r.folded |= v.folded;
     r.decoded |= v.decoded;
     r.text += kAlternative;
     append_capped(r.text, v.text, kMaxSymbolText);
   }
+  if (r.kind != Kind::container) r.kind = Kind::expr;
   return r;
 }
 

@@ -247,7 +247,7 @@ ArgInfo Analyzer::container(std::vector<ArgInfo>& items) {
 }
 
 void Analyzer::report_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line) {
-  check_secret_random(qual, line);
+  check_secret_use(qual, args, line);
   note_wait(qual);
   // A call whose rules ask about endless loops waits in its loop or function block.
   Block* loop = sink_.loop_sensitive(qual) ? candidate() : nullptr;

@@ -64,6 +64,7 @@ const char* to_string(Detector d) noexcept {
     case Detector::code_fragments: return "code_fragments";
     case Detector::syntax_error: return "syntax_error";
     case Detector::secret_random: return "secret_random";
+    case Detector::secret_weak_hash: return "secret_weak_hash";
     case Detector::count_: break;
   }
   return "?";
