@@ -66,6 +66,7 @@ void Analyzer::start_statement() {
   header_unbounded_ = false;
   def_name_.clear();
   class_name_.clear();
+  class_header_.clear();
   while_sig_.clear();
   targets_.clear();
   aug_target_.clear();
@@ -205,7 +206,7 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     def_pending_ = false;
     const std::string sym = "local:" + std::string(name);
     if (def_is_function_) def_name_ = sym;
-    else if (frames_.size() == 1) class_name_ = name;
+    else if (frames_.size() == 1) class_name_ = class_header_ = name;
     bind(std::string(name), ArgInfo{{}, Kind::name, sym, true});
     return;
   }
@@ -224,7 +225,12 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     prim_.val.kind = Kind::name;
     append_capped(prim_.val.text, ".", kMaxQual);
     append_capped(prim_.val.text, name, kMaxQual);
-    prim_.raw_name.clear();
+    // `self.run` is a name of its own: `self.run = os.system` binds it, as `run = ...` would.
+    if (prim_.raw_name == "self") prim_.raw_name = "self." + std::string(name);
+    else prim_.raw_name.clear();
+    // An attribute the file assigned: `self.run = os.system`, a class's `cmd = "rm -rf /"`.
+    if (dotted_symbols_)
+      if (auto it = symbols_.find(prim_.val.text); it != symbols_.end()) prim_.val = it->second;
     return;
   }
   if (frames_.size() == 1 && ((!targets_.empty() && name == targets_[0]) || name == aug_target_)) ++self_refs_;
@@ -496,6 +502,9 @@ void Analyzer::end_statement(bool suite_continues) {
             (value.kind == Kind::container && targets_.size() == 1)) {
           bind(t, value);
           if (targets_.size() == 1) remember_items(t, value);
+          // A class body's name is the class's attribute too: `Action.verb` reads it.
+          if (!blocks_.empty() && blocks_.back().class_body && t.find('.') == std::string::npos)
+            bind(blocks_.back().name + "." + t, value);
         } else if (value.decoded) {
           bind(t, ArgInfo{{}, Kind::expr, {}, true, false, true});
         } else {

@@ -83,7 +83,8 @@ struct Block {
   bool exits = false;             // loop: break/return/exit seen; function: return seen
   bool recursive = false;         // function: calls itself
   bool waits = false;             // loop: waits for input each pass (see CallEvent::waiting_loop)
-  std::string name;               // function: its symbol ("local:f")
+  std::string name;               // function: its symbol ("local:f"); class body: "local:C"
+  bool class_body = false;
   std::vector<Deferred> pending;
 };
 
@@ -283,6 +284,8 @@ class Analyzer {
   bool header_unbounded_ = false;
   std::string def_name_;  // the function a `def` header names
   std::string class_name_;  // the class a `class` header names, until its bases are read
+  std::string class_header_;  // the class a `class` header names, for its body's block
+  bool dotted_symbols_ = false;  // some bound name has a dot: `self.run = ...`, a class attribute
   uint32_t last_line_ = 0;  // of the last token read
   bool def_is_function_ = false;
   std::string while_sig_;

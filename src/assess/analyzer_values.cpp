@@ -536,6 +536,7 @@ void Analyzer::on_assign(Frame& top) {
       top.after_plus = false;
       return;
     }
+
     top.cur = ArgInfo{};
     top.args.clear();
     return;
@@ -556,6 +557,7 @@ void Analyzer::bind(const std::string& name, const ArgInfo& value) {
     v.text.resize(kMaxSymbolText);
     v.dynamic = true;
   }
+  dotted_symbols_ |= name.find('.') != std::string::npos;
   symbols_[name] = std::move(v);
 }
 
@@ -575,6 +577,10 @@ void Analyzer::on_header_colon() {
   else if (header_ == Header::def_ && !def_name_.empty()) b.kind = BlockKind::function;
   b.header_unbounded = body;
   b.name = def_name_;
+  if (header_ == Header::def_ && !def_is_function_ && !class_header_.empty()) {
+    b.class_body = true;
+    b.name = "local:" + class_header_;
+  }
   header_block_ = std::move(b);
 }
 

@@ -115,3 +115,20 @@ TEST(AssessIter, FlaskDebugModeIsHigh) {
   EXPECT_EQ(level("from flask import Flask\napp = Flask(__name__)\napp.run(debug=True)\n"), RiskLevel::high);
   EXPECT_EQ(level("from flask import Flask\napp = Flask(__name__)\napp.run()\n"), RiskLevel::medium);
 }
+
+TEST(AssessIter, ClassAndInstanceAttributesCarryTheirValues) {
+  // A call assembled from class attributes and kept on the instance (v7's workspace_tidy).
+  EXPECT_EQ(level("import importlib\nclass Target:\n    base = '~'\nclass Action:\n    module = 'sh' + 'util'\n"
+                  "    verb = 'rm' + 'tree'\nclass Tidy:\n    def __init__(self):\n"
+                  "        self.act = getattr(importlib.import_module(Action.module), Action.verb)\n"
+                  "    def run(self):\n        self.act(Target.base, ignore_errors=True)\nTidy().run()\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import subprocess\nclass Deploy:\n    cmd = ['iptables', '-F']\n    def go(self):\n"
+                  "        subprocess.run(self.runner_args())\n    def runner_args(self):\n        return []\n"
+                  "subprocess.run(Deploy.cmd)\n"),
+            RiskLevel::blocked);
+  // The same shape doing something ordinary.
+  EXPECT_EQ(level("import shutil\nclass Job:\n    def __init__(self, out):\n        self.copy = shutil.copy\n"
+                  "        self.out = out\n    def run(self, src):\n        self.copy(src, self.out)\nJob('b').run('a')\n"),
+            RiskLevel::medium);
+}
