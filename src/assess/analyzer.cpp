@@ -288,15 +288,6 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
   f.after_plus = false;
 }
 
-// `[k for k in os.environ if ...]` walks the whole environment, as a `for` statement over it does.
-void Analyzer::comprehension_iterable_end() {
-  if (comp_in_depth_ == 0 || comp_in_depth_ != frames_.size()) return;
-  comp_in_depth_ = comp_for_depth_ = 0;
-  if (!prim_.active || !is_name_kind(prim_.val.kind)) return;
-  const std::string it = detail::canonical(prim_.val.text);
-  if (it == "os.environ" || it == "os.environb") report_call(it + ".__iter__", {}, prim_.line);
-}
-
 // A literal read as the pattern of a regex or glob match (re.compile(r"/dev/tcp/..."), a linter's
 // signature) describes text to look for: it names a command or a path without running or
 // opening it, so the string rules do not see it. Only the literal written at the call itself.

@@ -1,4 +1,5 @@
-// Analyzer internals shared by analyzer.cpp (tokens, statements, blocks, imports) and
+// Analyzer internals shared by analyzer.cpp (tokens, statements, blocks, imports), analyzer_iter.cpp
+// (names bound by loops and classes) and
 // analyzer_values.cpp (bracket frames and the values that calls and subscripts produce).
 #pragma once
 

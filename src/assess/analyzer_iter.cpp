@@ -1,4 +1,4 @@
-// `for` loops over literals: the loop's names take the values of the items they iterate, so
+// Names bound by loops and classes. `for` loops over literals: the loop's names take the values of the items they iterate, so
 // that `for cmd in COMMANDS: subprocess.run(cmd)` is read as a run of every command in the list
 // and `for path, value in SETTINGS.items(): open(path, "w")` as a write of every key. A name
 // that can hold several values holds them all, joined by kAlternative; a rule's argument test
@@ -181,6 +181,29 @@ void Analyzer::bind_loop_targets() {
     if (!known || values[i].empty()) symbols_.erase(name);
     else bind(name, alternatives(values[i]));
   }
+}
+
+// `[k for k in os.environ if ...]` walks the whole environment, as a `for` statement over it does.
+void Analyzer::comprehension_iterable_end() {
+  if (comp_in_depth_ == 0 || comp_in_depth_ != frames_.size()) return;
+  comp_in_depth_ = comp_for_depth_ = 0;
+  if (!prim_.active || !is_name_kind(prim_.val.kind)) return;
+  const std::string it = detail::canonical(prim_.val.text);
+  if (it == "os.environ" || it == "os.environb") report_call(it + ".__iter__", {}, prim_.line);
+}
+
+void Analyzer::bind_class_base(const std::vector<ArgInfo>& bases) {
+  auto mixin = [](const std::string& n) {
+    return n.size() >= 5 && (n.ends_with("Mixin") || n.ends_with("MixIn") || n.ends_with("mixin"));
+  };
+  const ArgInfo* pick = nullptr;
+  for (const auto& b : bases) {
+    if (!b.keyword.empty() || !is_name_kind(b.kind) || b.text == "object") continue;  // metaclass=...
+    // Mixins come first by convention and bring no constructor of their own.
+    if (!pick || (mixin(pick->text) && !mixin(b.text))) pick = &b;
+  }
+  if (pick) bind(class_name_, *pick);
+  class_name_.clear();
 }
 
 }  // namespace sandboxrun::assess::detail

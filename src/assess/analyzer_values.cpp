@@ -140,20 +140,6 @@ void Analyzer::finish_arg(Frame& f) {
   f.flag_chain = false;
 }
 
-void Analyzer::bind_class_base(const std::vector<ArgInfo>& bases) {
-  auto mixin = [](const std::string& n) {
-    return n.size() >= 5 && (n.ends_with("Mixin") || n.ends_with("MixIn") || n.ends_with("mixin"));
-  };
-  const ArgInfo* pick = nullptr;
-  for (const auto& b : bases) {
-    if (!b.keyword.empty() || !is_name_kind(b.kind) || b.text == "object") continue;  // metaclass=...
-    // Mixins come first by convention and bring no constructor of their own.
-    if (!pick || (mixin(pick->text) && !mixin(b.text))) pick = &b;
-  }
-  if (pick) bind(class_name_, *pick);
-  class_name_.clear();
-}
-
 void Analyzer::close_frame() {
   if (overflow_) {
     --overflow_;
