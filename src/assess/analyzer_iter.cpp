@@ -110,11 +110,16 @@ void Analyzer::capture_items(Frame& f) {
   stmt_items_set_ = true;
   const bool dict = f.kind == FrameKind::brace && f.key_mask != 0;
   stmt_items_.dict = dict;
+  // Items are kept as short as a name's constant: a statement copies at most 32 KiB here.
+  auto item = [](const ArgInfo& a) {
+    ArgInfo r{{}, a.kind, a.text.substr(0, kMaxSymbolText), a.dynamic || a.text.size() > kMaxSymbolText, a.folded, a.decoded};
+    return r;
+  };
   for (size_t i = 0; i < f.args.size() && i < 32; ++i) {
     if (!f.args[i].keyword.empty()) continue;
     const bool key = (f.key_mask >> i) & 1u;
-    if (!dict || key) stmt_items_.keys.push_back(f.args[i]);
-    else if (stmt_items_.values.size() < stmt_items_.keys.size()) stmt_items_.values.push_back(f.args[i]);
+    if (!dict || key) stmt_items_.keys.push_back(item(f.args[i]));
+    else if (stmt_items_.values.size() < stmt_items_.keys.size()) stmt_items_.values.push_back(item(f.args[i]));
   }
   if (dict) stmt_items_.values.resize(stmt_items_.keys.size(), ArgInfo{{}, Kind::expr, {}, true});
 }
