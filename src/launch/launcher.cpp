@@ -316,10 +316,21 @@ void start(PreparedSandbox::State& st, const LaunchRequest& req) {
     child = launch::clone_sandbox(launch::namespace_flags(), into.clone_into_fd(),
                                   st.slot ? static_cast<long>(st.slot->info().host_root) : -1, req.netns_fd);
     if (child.pid == 0) launch::child_main(plan);  // never returns
+    st.guard.emplace(child.pid);
+    st.pid = child.pid;
+    st.pidfd = std::move(child.pidfd);
+    // pid 1 waits for its id maps and the eventfd: both first, so that it sets itself up while
+    // this thread steps back out of the run's v1 cgroups (the end of this block) and closes
+    // the child's ends below, instead of after them.
+    if (st.slot) launch::write_slot_id_maps(child.pid, st.slot->info(), spec.uid, spec.gid);
+    else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
+    // The eventfd lets pid 1 set itself up; finish() then sends the release (release.hpp) and,
+    // once before_exec returned, kStartPayload. The socket's write end stays open while we live:
+    // pid 1 reads EOF if the launcher dies before either. A failed write means pid 1 is already
+    // gone: the monitor reports why (its error pipe).
+    const uint64_t go = 1;
+    st.released_setup = ::write(st.go_event.get(), &go, sizeof go) == sizeof go;
   }
-  st.guard.emplace(child.pid);
-  st.pid = child.pid;
-  st.pidfd = std::move(child.pidfd);
 
   // Close the child's ends in the parent so EOF means "every writer is gone".
   st.sync.read.reset();
@@ -330,15 +341,6 @@ void start(PreparedSandbox::State& st, const LaunchRequest& req) {
   control_write.reset();
   st.in_pipe.read.reset();
   notify_write.reset();
-
-  if (st.slot) launch::write_slot_id_maps(child.pid, st.slot->info(), spec.uid, spec.gid);
-  else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
-  // The eventfd lets pid 1 set itself up; finish() then sends the release (release.hpp) and,
-  // once before_exec returned, kStartPayload. The socket's write end stays open while we live:
-  // pid 1 reads EOF if the launcher dies before either. A failed write means pid 1 is already
-  // gone: the monitor reports why (its error pipe).
-  const uint64_t go = 1;
-  st.released_setup = ::write(st.go_event.get(), &go, sizeof go) == sizeof go;
 }
 
 // The release with this run's script, argv and environment, then the monitor to the end.

@@ -45,6 +45,7 @@ print(json.dumps({'sid': os.getsid(0), 'uid': os.getuid(), 'euid': os.geteuid(),
 }
 
 TEST(Isolation, RootIsReadOnlyAndTmpIsWritableAndBounded) {
+  // The probe tries to write /etc/passwd, which the assessor rightly blocks: the run overrides.
   auto j = probe(R"(
 import json, errno, os
 res = {}
@@ -62,7 +63,7 @@ try:
 except OSError as e:
     res['tmp_fill'] = errno.errorcode[e.errno]
 print(json.dumps(res))
-)");
+)", {"--override", "isolation test: the root file system must refuse these writes"});
   for (const char* p : {"/etc/passwd", "/usr/x", "/x", "/run/sandbox/x", "/dev/x"})
     EXPECT_TRUE(j[p] == "EROFS" || j[p] == "EACCES") << p << " -> " << j[p];
   EXPECT_EQ(j["tmp_fill"], "ENOSPC");
