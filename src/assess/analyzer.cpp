@@ -583,6 +583,7 @@ void Analyzer::enqueue(std::string text, uint32_t line, uint32_t depth) {
   if (depth > limits_.max_fragment_depth || text.empty()) return;
   // Code a name holds one of several values of (a loop over a list of statements): each its own line.
   std::replace(text.begin(), text.end(), kAlternative, '\n');
+  std::replace(text.begin(), text.end(), kGroup, ' ');
   if (fragment_bytes_ + text.size() > limits_.max_fragment_bytes) return;
   fragment_bytes_ += text.size();
   queue_.push_back(Fragment{std::move(text), origin_line_ ? origin_line_ : line, depth});

@@ -117,9 +117,16 @@ void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
     c.dynamic |= v.dynamic;
     c.decoded |= v.decoded;
   } else {
+    // A name that holds several values, joined with more: its values become one group (after
+    // a constant: `dir + name` with an unknown dir is no path that starts with name).
+    const bool alt = f.after_plus && v.kind == Kind::expr && has_alternatives(v.text) &&
+                     (c.kind == Kind::string || has_alternatives(c.text));
     to_expr(c);
     c.dynamic = true;
+    if (f.after_plus && has_alternatives(c.text) && c.text.find(kGroup) == std::string::npos && (alt || v.kind == Kind::string))
+      c.text = as_group(c.text);
     if (v.kind == Kind::string || (f.flag_chain && is_name_kind(v.kind))) append_capped(c.text, v.text, kMaxText);
+    else if (alt) append_capped(c.text, as_group(v.text), kMaxText);
     c.decoded |= v.decoded;
   }
   f.after_plus = false;
@@ -194,6 +201,13 @@ void Analyzer::close_frame() {
       Frame& parent = frames_.back();
       if (parent.kind == FrameKind::fstring) {
         append_capped(parent.method, "{}", kMaxText);
+        // f"of={disk}": a constant or the values of a loop's name stand in the text where the
+        // field is (the string rules still read "{}" there).
+        if (f.args.size() == 1 && !f.in_spec && f.args[0].keyword.empty()) {
+          const ArgInfo& v = f.args[0];
+          if (v.kind == Kind::string && !v.dynamic) append_capped(parent.cur.text, v.text, kMaxText);
+          else if (v.kind == Kind::expr && has_alternatives(v.text)) append_capped(parent.cur.text, as_group(v.text), kMaxText);
+        }
         parent.cur.dynamic = true;
         parent.cur.decoded |= any_decoded(f.args);
       }
@@ -221,10 +235,10 @@ ArgInfo Analyzer::container(std::vector<ArgInfo>& items) {
     first = false;
     if (a.kind == Kind::string) append_capped(c.text, a.text, kMaxText);
     // A non-constant item reads "{}", as in paths: ("", port) is the empty host, (host, port)
-    // is not.
+    // is not. A name that holds several values (a loop's) is their group.
     if (a.kind != Kind::string && a.kind != Kind::literal) {
       c.dynamic = true;
-      append_capped(c.text, "{}", kMaxText);
+      append_capped(c.text, a.kind == Kind::expr && has_alternatives(a.text) ? as_group(a.text) : "{}", kMaxText);
     }
     c.dynamic |= a.dynamic;
     c.decoded |= a.decoded;

@@ -11,8 +11,66 @@
 namespace sandboxrun::assess::detail {
 
 // Between the values an argument may have: a loop's name over a literal's items holds them all
-// (analyzer_iter.cpp), and a rule's test passes when one of them passes it (rules.cpp).
+// (analyzer_iter.cpp), and a rule's test passes when one of them passes it (rules.cpp). Inside a
+// larger value ("of=" + name, [cmd, "stop", name], f"of={name}") the values are a group between
+// two kGroup marks, and each one is tested with what stands around it.
 constexpr char kAlternative = '\x1e';
+constexpr char kGroup = '\x1d';
+
+inline bool has_alternatives(std::string_view text) noexcept { return text.find(kAlternative) != std::string_view::npos; }
+// The values of a name that holds several, as a group to embed in a larger value.
+inline std::string as_group(std::string_view alternatives) {
+  if (alternatives.find(kGroup) != std::string_view::npos) return std::string(alternatives);  // one already
+  std::string g(1, kGroup);
+  g.append(alternatives);
+  g += kGroup;
+  return g;
+}
+
+// Calls fn with each value a text stands for: the first group's alternatives, each with its
+// surroundings (later groups read as their first value), or the alternatives of a bare list, or
+// the text itself. Stops at the first fn that returns true; returns whether one did.
+template <class Fn>
+bool any_alternative(std::string_view text, Fn&& fn) {
+  if (!has_alternatives(text)) return fn(text);
+  auto first_values = [](std::string_view s) {  // later groups: their first value, no marks
+    std::string out;
+    bool in_group = false, skipping = false;
+    for (char c : s) {
+      if (c == kGroup) {
+        in_group = !in_group;
+        skipping = false;
+      } else if (c == kAlternative) {
+        skipping = in_group;
+        if (!in_group) out += ' ';
+      } else if (!skipping) {
+        out += c;
+      }
+    }
+    return out;
+  };
+  const size_t open = text.find(kGroup);
+  const size_t close = open == std::string_view::npos ? open : text.find(kGroup, open + 1);
+  if (close == std::string_view::npos) {
+    for (size_t start = 0; start <= text.size();) {
+      size_t end = text.find(kAlternative, start);
+      if (end == std::string_view::npos) end = text.size();
+      if (fn(std::string_view(first_values(text.substr(start, end - start))))) return true;
+      start = end + 1;
+    }
+    return false;
+  }
+  const std::string_view body = text.substr(open + 1, close - open - 1);
+  const std::string before(text.substr(0, open)), after = first_values(text.substr(close + 1));
+  for (size_t start = 0; start <= body.size();) {
+    size_t end = body.find(kAlternative, start);
+    if (end == std::string_view::npos) end = body.size();
+    const std::string one = before + std::string(body.substr(start, end - start)) + after;
+    if (fn(std::string_view(one))) return true;
+    start = end + 1;
+  }
+  return false;
+}
 
 // The text a decoder call produces from constant arguments (base64/hex/rot13 of a literal),
 // or nullopt when the call is not a decoder or its input is not constant and valid.

@@ -265,18 +265,7 @@ bool value_ok(const ArgCondition& c, const ArgInfo& a) {
   if (unknown && (!c.contains.empty() || c.regex || !c.equals.empty())) return false;
   // A name that holds one of several values (a loop's name over a list's items): the test
   // passes when one of them passes it.
-  if (text.find(kAlternative) == std::string_view::npos) {
-    if (!text_ok(c, text)) return false;
-  } else {
-    bool any = false;
-    for (size_t start = 0; !any && start <= text.size();) {
-      size_t end = text.find(kAlternative, start);
-      if (end == std::string_view::npos) end = text.size();
-      any = text_ok(c, text.substr(start, end - start));
-      start = end + 1;
-    }
-    if (!any) return false;
-  }
+  if (!any_alternative(text, [&](std::string_view one) { return text_ok(c, one); })) return false;
   if (c.dynamic && *c.dynamic != a.dynamic) return false;
   if (c.decoded && *c.decoded != a.decoded) return false;
   if (c.folded && *c.folded != a.folded) return false;

@@ -132,3 +132,28 @@ TEST(AssessIter, ClassAndInstanceAttributesCarryTheirValues) {
                   "        self.out = out\n    def run(self, src):\n        self.copy(src, self.out)\nJob('b').run('a')\n"),
             RiskLevel::medium);
 }
+
+TEST(AssessIter, ALoopNameInsideALargerValueIsTestedWithItsSurroundings) {
+  // In a list, in an f-string and after a constant: each value with what stands around it.
+  EXPECT_EQ(level("import subprocess\nfor svc in ('apparmor', 'auditd'):\n    subprocess.run(['systemctl', 'stop', svc])\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import subprocess\nfor d in ['/dev/sda', '/dev/nvme0n1']:\n"
+                  "    subprocess.run(['dd', 'if=/dev/zero', f'of={d}', 'bs=1M'])\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import os\nfor name in ['kernel/randomize_va_space']:\n    open('/proc/sys/' + name, 'w').write('0')\n"),
+            RiskLevel::blocked);
+  // The same shapes doing ordinary things; and an unknown directory before the values.
+  EXPECT_EQ(level("import subprocess\nfor svc in ('nginx', 'redis'):\n    subprocess.run(['systemctl', 'status', svc])\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import subprocess\nfor d in ['a.img', 'b.img']:\n    subprocess.run(['dd', 'if=/dev/zero', f'of={d}'])\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import sys\nfor name in ['/etc/apt/sources.list']:\n    open(sys.argv[1] + name, 'w').close()\n"),
+            RiskLevel::medium);
+}
+
+TEST(AssessIter, EverythingInTheHomeDirectoryIsTheHomeDirectory) {
+  EXPECT_EQ(level("import os\nos.system('rm -rf ~/*')\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import os\nhome = os.path.expanduser('~')\nos.system(f'rm -rf {home}/* 2>/dev/null')\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import os\nos.system('rm -rf ~/Downloads/tmp')\n"), RiskLevel::medium);
+}
