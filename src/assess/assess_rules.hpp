@@ -79,6 +79,7 @@ struct Rule {
   bool not_called = false;         // reference: only uses other than a direct call
   Strs contains;                   // string: contains one of these
   std::optional<Pattern> regex;    // string: and matches this (when given)
+  Strs acts_on;                    // string: counts where one of these tags is set (empty: the actuators)
   Detector detector = Detector::count_;
   std::span<const Strs> all_of;    // combo: each entry is a list of alternatives
 };
@@ -111,6 +112,7 @@ struct RuleSpec {
   bool not_called = false;
   std::vector<std::string> contains;
   std::optional<Pattern> regex;
+  std::vector<std::string> acts_on;
   Detector detector = Detector::count_;
   std::vector<std::vector<std::string>> all_of;
 };

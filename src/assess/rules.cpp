@@ -420,15 +420,24 @@ void RuleEngine::report(size_t k, uint32_t line, std::string_view detail, bool s
   st.lines.push_back(line);
   std::string msg(r.message);
   if (!detail.empty()) msg += " (" + std::string(detail) + ")";
-  if (!scored) msg += " [only words in a string: nothing in the file runs, writes, sends or opens a string]";
+  if (!scored)
+    msg += r.acts_on.empty() ? " [only words in a string: nothing in the file runs, writes, sends or opens a string]"
+                             : " [only words in a string: nothing in the file runs, writes or sends one]";
   findings_.push_back(Finding{std::string(r.id), scored ? to_string(r.severity) : "info", static_cast<int>(line), std::move(msg)});
 }
 
 void RuleEngine::finish(std::vector<Finding>& findings, int& score) {
   // A string rule's match is behaviour only where the file can act on a string at all.
-  const Strs acts = rules_.actuators();
-  const bool can_act = std::any_of(acts.begin(), acts.end(), [&](std::string_view t) { return tags_.count(t) > 0; });
-  for (const Latent& l : latent_) report(l.rule, l.line, l.detail, can_act);
+  // A rule may name what must act on its strings (a shell command line needs something that
+  // runs, writes or sends it; reading files does not).
+  auto any_set = [&](Strs acts) {
+    return std::any_of(acts.begin(), acts.end(), [&](std::string_view t) { return tags_.count(t) > 0; });
+  };
+  const bool can_act = any_set(rules_.actuators());
+  for (const Latent& l : latent_) {
+    const Strs own = rules_.rules()[l.rule].acts_on;
+    report(l.rule, l.line, l.detail, own.empty() ? can_act : any_set(own));
+  }
   latent_.clear();
   for (size_t k : rules_.index().combos) {
     const Rule& r = rules_.rules()[k];

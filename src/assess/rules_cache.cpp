@@ -16,7 +16,7 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRRULES\x07";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRRULES\x08";  // bump the last byte when the encoding changes
 constexpr std::string_view kLinkMagic = "SRRLINK\x01";
 // How long ago a rules file must have last changed for its identity to be linked to its digest:
 // well above any file system's timestamp granularity.
@@ -58,7 +58,7 @@ std::string RuleSet::encode(const std::vector<RuleSpec>& specs, const std::vecto
   // arrays once, so that the views into them stay valid.
   uint32_t items = static_cast<uint32_t>(actuators.size()), args = 0, groups = 0;
   for (const RuleSpec& r : specs) {
-    items += static_cast<uint32_t>(r.tags.size() + r.names.size() + r.contains.size());
+    items += static_cast<uint32_t>(r.tags.size() + r.names.size() + r.contains.size() + r.acts_on.size());
     for (const ArgSpec& a : r.args) items += static_cast<uint32_t>(a.contains.size() + a.equals.size() + a.not_in.size());
     for (const auto& g : r.all_of) items += static_cast<uint32_t>(g.size());
     args += static_cast<uint32_t>(r.args.size());
@@ -95,6 +95,7 @@ std::string RuleSet::encode(const std::vector<RuleSpec>& specs, const std::vecto
     w.u32(r.not_called);
     w.strs(r.contains);
     put_pattern(w, r.regex);
+    w.strs(r.acts_on);
     w.u32(static_cast<uint32_t>(r.detector));
     w.u32(static_cast<uint32_t>(r.all_of.size()));
     for (const auto& g : r.all_of) w.strs(g);
@@ -157,6 +158,7 @@ std::optional<RuleSet> RuleSet::deserialize(std::string_view bytes, std::shared_
     r.not_called = in.below(2) != 0;
     r.contains = list();
     r.regex = get_pattern(in);
+    r.acts_on = list();
     r.detector = static_cast<Detector>(in.below(static_cast<uint32_t>(Detector::count_) + 1));
     const uint32_t ngroups = in.count();
     if (ngroups > set.groups_.capacity() - set.groups_.size()) return std::nullopt;

@@ -96,9 +96,10 @@ void parse_match(const StrictYaml& y, const YAML::Node& m, RuleSpec& r, const st
   } else if (const auto s = m["string"]) {
     r.type = Rule::Type::string;
     const std::string skey = key + ".string";
-    y.check_keys(s, skey, {"contains", "regex"});
+    y.check_keys(s, skey, {"contains", "regex", "acts_on"});
     if (s["contains"]) r.contains = string_list(y, s["contains"], skey + ".contains");
     if (s["regex"]) r.regex = pattern(y, s["regex"], skey + ".regex");
+    if (s["acts_on"]) r.acts_on = string_list(y, s["acts_on"], skey + ".acts_on");
     if (r.contains.empty() && !r.regex) y.fail(s, skey, "contains and/or regex", "neither");
   } else if (const auto d = m["detector"]) {
     r.type = Rule::Type::detector;
@@ -174,6 +175,11 @@ RuleSet RuleSet::parse(const std::filesystem::path& file, const std::string& tex
     for (const auto& r : specs) tags.insert(r.tags.begin(), r.tags.end());
     for (const auto& t : actuators)
       if (!tags.count(t)) y.fail(root["actuators"], "actuators", "tags that some rule sets", "an unknown tag '" + t + "'");
+    for (size_t k = 0; k < specs.size(); ++k)
+      for (const auto& t : specs[k].acts_on)
+        if (!tags.count(t))
+          y.fail(list[k]["match"]["string"]["acts_on"], "rule '" + specs[k].id + "'.match.string.acts_on",
+                 "tags that some rule sets in its tags", "an unknown tag '" + t + "'");
     for (size_t k = 0; k < specs.size(); ++k)
       for (const auto& g : specs[k].all_of)
         for (const auto& t : g)

