@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 __all__ = [
     "Sandbox", "RunResult", "Assessment", "Finding", "FileRecord", "AuditReport",
-    "SandboxError", "SetupError", "BlockedError", "OverrideRefusedError", "UsageError",
+    "SandboxError", "SetupError", "BlockedError", "OverrideRefusedError", "UsageError", "DeadlineError",
 ]
 
 # Exit statuses of `sandboxrun run` that belong to sandboxrun, not to the program (README).
@@ -54,6 +54,11 @@ class OverrideRefusedError(BlockedError):
 
 class UsageError(SandboxError):
     """The request itself was wrong (exit 2): a bad option, label, run id ..."""
+
+
+class DeadlineError(SandboxError):
+    """The whole call took longer than ``deadline=``: the launcher was stopped (its sandbox ends
+    with it and the audit log records the end); ``result`` holds what it reported, if anything."""
 
 
 @dataclass
@@ -221,13 +226,16 @@ class Sandbox:
             caller: Optional[str] = None, labels: Optional[Mapping[str, str]] = None,
             run_id: Optional[str] = None, name: str = "main.py", image: Optional[str] = None,
             requirements: Optional[Union[str, Sequence[str]]] = None,
-            env: Optional[Mapping[str, str]] = None) -> RunResult:
+            env: Optional[Mapping[str, str]] = None, deadline: Optional[float] = None) -> RunResult:
         """Runs ``code`` with ``files`` copied into /work (bytes, or a path on this host) and
         returns the result with every file the program created or changed under /work in
         ``outputs``. ``image`` names an image (``science``), a rootfs directory or an OCI
         layout; ``requirements`` (pip requirement lines, as one text or a list) are installed
         first in a separate, cached phase; ``env`` is set in the program's environment (the
-        audit log records the names only). Raises BlockedError, SetupError or UsageError; a
+        audit log records the names only). ``deadline`` bounds the whole call in seconds (set-up,
+        dependency phase and run, where ``timeout`` bounds the program alone): past it the
+        launcher gets SIGTERM (it kills the sandbox and records the end), SIGKILL 10 s later, and
+        DeadlineError is raised. Raises BlockedError, SetupError, UsageError or DeadlineError; a
         program that fails is not an error (see ``exit_code`` and ``status``)."""
         if not _plain_relative(name) or "/" in name:
             raise UsageError(f"name: {name!r} is not a plain file name (no '/', '.' or '..')")
@@ -271,12 +279,36 @@ class Sandbox:
             cmd.append(str(script))
             if args:
                 cmd += ["--", *[str(a) for a in args]]
-            proc = subprocess.run(cmd, input=data, stdin=None if data is not None else subprocess.DEVNULL,
-                                  capture_output=True, check=False)
+            proc = self._launch(cmd, data, deadline)
             result = self._parse(proc)
             for rec in result.output_manifest:
                 result.outputs[rec.path] = (out_dir / rec.path).read_bytes()
             return result
+
+    @staticmethod
+    def _launch(cmd: List[str], data: Optional[bytes], deadline: Optional[float]) -> "subprocess.CompletedProcess[bytes]":
+        if deadline is not None and not deadline > 0:
+            raise UsageError(f"deadline: {deadline!r} is not a positive number of seconds")
+        with subprocess.Popen(cmd, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+            try:
+                out, err = p.communicate(data, timeout=deadline)
+            except subprocess.TimeoutExpired:
+                p.terminate()  # the launcher tears the sandbox down and records the end
+                try:
+                    out, err = p.communicate(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    out, err = p.communicate()
+                done = subprocess.CompletedProcess(cmd, p.returncode, out, err)
+                text = out.decode("utf-8", "replace").strip()
+                try:
+                    result = RunResult.from_json(json.loads(text.splitlines()[-1])) if text else None
+                except (ValueError, KeyError, IndexError):
+                    result = None
+                raise DeadlineError(f"the run took longer than its deadline of {deadline} s and was stopped "
+                                    f"(exit status {done.returncode})", result) from None
+        return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
     @staticmethod
     def _parse(proc: "subprocess.CompletedProcess[bytes]") -> RunResult:

@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from sandboxrun import BlockedError, OverrideRefusedError, SetupError, UsageError
+from sandboxrun import BlockedError, DeadlineError, OverrideRefusedError, SetupError, UsageError
 from sandboxrun.compat import SafetyCoordinator, SandboxExecutor, SecurityAssessor, SecurityLevel
 
 ANALYSIS = r"""
@@ -157,3 +157,17 @@ def test_env_reaches_the_program(sandbox):
     assert r.stdout == "hi there\n"
     with pytest.raises(UsageError):
         sandbox.run("print(1)\n", env={"BAD-NAME": "x"})
+
+
+def test_deadline_stops_the_launcher_and_leaves_nothing(sandbox):
+    import subprocess, time
+    started = time.monotonic()
+    with pytest.raises(DeadlineError) as e:
+        sandbox.run("import time\nprint('started', flush=True)\ntime.sleep(60)\n", deadline=3, trust="untrusted")
+    assert time.monotonic() - started < 20
+    # The launcher answered SIGTERM: it killed the sandbox and reported the run's end.
+    assert e.value.result is not None and e.value.result.stdout.startswith("started")
+    left = subprocess.run(["pgrep", "-f", "time.sleep\\(60\\)"], capture_output=True, text=True).stdout
+    assert left.strip() == ""
+    with pytest.raises(UsageError):
+        sandbox.run("print(1)", deadline=0)
