@@ -173,3 +173,18 @@ TEST(AssessIter, ACommandLineCountsWhereSomethingRunsWritesOrSendsIt) {
                   "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o440)\nos.write(fd, text.encode())\n"),
             RiskLevel::blocked);
 }
+
+TEST(AssessIter, AUsersFolderWalkedEncryptedAndRewrittenIsRansomware) {
+  // Kept on the instance: the folder, the cipher and the walk of a Path object.
+  EXPECT_EQ(level("import os\nfrom pathlib import Path\nfrom cryptography.fernet import Fernet\nclass Locker:\n"
+                  "    def __init__(self, root):\n        self.root = Path(root)\n"
+                  "        self.f = Fernet(Fernet.generate_key())\n    def lock(self):\n"
+                  "        for p in self.root.rglob('*'):\n            p.write_bytes(self.f.encrypt(p.read_bytes()))\n"
+                  "Locker(os.path.expanduser('~/Documents')).lock()\n"),
+            RiskLevel::blocked);
+  // An encryption tool for the folder named on its command line.
+  EXPECT_EQ(level("import sys\nfrom pathlib import Path\nfrom cryptography.fernet import Fernet\n"
+                  "f = Fernet(open('key', 'rb').read())\ndef enc(root):\n    for p in Path(root).rglob('*'):\n"
+                  "        p.with_suffix('.enc').write_bytes(f.encrypt(p.read_bytes()))\nenc(sys.argv[1])\n"),
+            RiskLevel::medium);
+}
