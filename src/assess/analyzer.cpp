@@ -77,7 +77,6 @@ void Analyzer::start_statement() {
   except_stmt_ = false;
   unpack_names_.clear();
   unpack_.clear();
-  for_in_ = false;
   comp_for_depth_ = comp_in_depth_ = 0;
   for_phase_ = 0;
   for_targets_ok_ = true;
@@ -266,7 +265,6 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
         break;
       }
   }
-  if (kw == "in" && header_ == Header::for_ && !header_colon_ && frames_.size() == 1) for_in_ = true;
   // A comprehension's `for ... in`: its iterable ends at the next keyword or bracket.
   if (kw == "for" && frames_.size() > 1) comp_for_depth_ = frames_.size();
   if (kw == "in" && comp_for_depth_ == frames_.size()) comp_in_depth_ = frames_.size();
@@ -334,12 +332,10 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   // Single-character operators by value: this runs for every operator token.
   const char c = op.size() == 1 ? op[0] : '\0';
   Frame& top = frames_.back();
-  // `for key in os.environ:` walks the whole environment, as os.environ.items() does.
-  if (c == ':' && for_in_ && !header_colon_ && frames_.size() == 1 && prim_.active && is_name_kind(prim_.val.kind)) {
-    const std::string it = detail::canonical(prim_.val.text);
-    if (it == "os.environ" || it == "os.environb") report_call(it + ".__iter__", {}, prim_.line);
+  if (c == ':' && header_ == Header::for_ && !header_colon_ && frames_.size() == 1) {
+    if (for_phase_ == 1) report_environ_walk();  // `for key in os.environ:`
+    bind_loop_targets();
   }
-  if (c == ':' && header_ == Header::for_ && !header_colon_ && frames_.size() == 1) bind_loop_targets();
   // `bytes(b ^ key for b in data)`, `chr(ord(c) ^ k)`: bytes decoded with an XOR key.
   if (c == '^') {
     for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {

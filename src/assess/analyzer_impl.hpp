@@ -141,6 +141,8 @@ class Analyzer {
 
   void on_keyword(std::string_view kw, uint32_t line);
   void comprehension_iterable_end();
+  // The primary is os.environ and is iterated: the whole environment is walked, as by .items().
+  void report_environ_walk();
 
   void bind(const std::string& name, const ArgInfo& value);
 
@@ -297,7 +299,6 @@ class Analyzer {
   bool saw_plus_ = false, saw_mul_ = false, doubles_ = false;
   bool def_pending_ = false;
   std::string return_fn_;  // `return` statement: the function it returns from
-  bool for_in_ = false;    // `for ... in`: the iterable follows
   size_t comp_for_depth_ = 0, comp_in_depth_ = 0;  // a comprehension's `for` / `in`, by frame depth
   // A `for` header: 0 reading its names, 1 its iterable (spelled in for_iter_sig_).
   uint8_t for_phase_ = 0;

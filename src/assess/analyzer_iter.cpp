@@ -22,30 +22,27 @@ bool is_identifier(std::string_view s) {
   return true;
 }
 
-// `f(x)` -> `x` when `s` is one call of `fn` around all of it.
-bool unwrap(std::string_view& s, std::string_view fn) {
-  if (s.size() < fn.size() + 2 || !s.starts_with(fn) || s[fn.size()] != '(' || s.back() != ')') return false;
+// The bracket that opens at `open` closes at the end of `s` (not `f(a) + g(b)`).
+bool closes_at_end(std::string_view s, size_t open) {
+  if (open >= s.size() || (s[open] != '(' && s[open] != '[' && s[open] != '{')) return false;
   int depth = 0;
-  for (size_t i = fn.size(); i < s.size(); ++i) {
+  for (size_t i = open; i < s.size(); ++i) {
     if (s[i] == '(' || s[i] == '[' || s[i] == '{') ++depth;
     if (s[i] == ')' || s[i] == ']' || s[i] == '}') --depth;
-    if (depth == 0 && i + 1 != s.size()) return false;  // `f(a) + g(b)`
+    if (depth == 0) return i + 1 == s.size();
   }
+  return false;
+}
+
+// `f(x)` -> `x` when `s` is one call of `fn` around all of it.
+bool unwrap(std::string_view& s, std::string_view fn) {
+  if (!s.starts_with(fn) || s.size() < fn.size() + 2 || s[fn.size()] != '(' || !closes_at_end(s, fn.size())) return false;
   s = s.substr(fn.size() + 1, s.size() - fn.size() - 2);
   return true;
 }
 
 // One bracketed literal spanning all of `s`: `[...]`, `(...)`, `{...}`.
-bool one_literal(std::string_view s) {
-  if (s.size() < 2 || (s[0] != '[' && s[0] != '(' && s[0] != '{')) return false;
-  int depth = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '(' || s[i] == '[' || s[i] == '{') ++depth;
-    if (s[i] == ')' || s[i] == ']' || s[i] == '}') --depth;
-    if (depth == 0 && i + 1 != s.size()) return false;
-  }
-  return true;
-}
+bool one_literal(std::string_view s) { return closes_at_end(s, 0); }
 
 // Item `i` of a tuple literal's value (its items joined by \x1f; "{}" or nothing where an item
 // was not a constant string).
@@ -112,8 +109,7 @@ void Analyzer::capture_items(Frame& f) {
   stmt_items_.dict = dict;
   // Items are kept as short as a name's constant: a statement copies at most 32 KiB here.
   auto item = [](const ArgInfo& a) {
-    ArgInfo r{{}, a.kind, a.text.substr(0, kMaxSymbolText), a.dynamic || a.text.size() > kMaxSymbolText, a.folded, a.decoded};
-    return r;
+    return ArgInfo{{}, a.kind, a.text.substr(0, kMaxSymbolText), a.dynamic || a.text.size() > kMaxSymbolText, a.folded, a.decoded};
   };
   for (size_t i = 0; i < f.args.size() && i < 32; ++i) {
     if (!f.args[i].keyword.empty()) continue;
@@ -192,6 +188,10 @@ void Analyzer::bind_loop_targets() {
 void Analyzer::comprehension_iterable_end() {
   if (comp_in_depth_ == 0 || comp_in_depth_ != frames_.size()) return;
   comp_in_depth_ = comp_for_depth_ = 0;
+  report_environ_walk();
+}
+
+void Analyzer::report_environ_walk() {
   if (!prim_.active || !is_name_kind(prim_.val.kind)) return;
   const std::string it = detail::canonical(prim_.val.text);
   if (it == "os.environ" || it == "os.environb") report_call(it + ".__iter__", {}, prim_.line);

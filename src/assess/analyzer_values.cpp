@@ -123,8 +123,7 @@ void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
                      (c.kind == Kind::string || has_alternatives(c.text));
     to_expr(c);
     c.dynamic = true;
-    if (f.after_plus && has_alternatives(c.text) && c.text.find(kGroup) == std::string::npos && (alt || v.kind == Kind::string))
-      c.text = as_group(c.text);
+    if (f.after_plus && has_alternatives(c.text) && (alt || v.kind == Kind::string)) c.text = as_group(c.text);
     if (v.kind == Kind::string || (f.flag_chain && is_name_kind(v.kind))) append_capped(c.text, v.text, kMaxText);
     else if (alt) append_capped(c.text, as_group(v.text), kMaxText);
     c.decoded |= v.decoded;
@@ -536,7 +535,6 @@ void Analyzer::on_assign(Frame& top) {
       top.after_plus = false;
       return;
     }
-
     top.cur = ArgInfo{};
     top.args.clear();
     return;
