@@ -24,10 +24,26 @@ UniqueFd make_namespace(int home) {
 
 }  // namespace
 
-NetnsPool::NetnsPool(size_t size, size_t budget) : size_(size), budget_(budget) {
-  if (::geteuid() != 0 || size_ == 0 || budget_ == 0) return;
+NetnsPool::NetnsPool(size_t size) : size_(size) {
+  if (::geteuid() != 0 || size_ == 0) return;
   making_ = true;  // from now on: a take() may wait for the thread's first one
   thread_ = std::thread([this] { fill(); });
+}
+
+NetnsPool::NetnsPool(MadeByCaller) : size_(1) { making_ = ::geteuid() == 0; }
+
+void NetnsPool::make_here() {
+  UniqueFd ns;
+  if (making_) {
+    const UniqueFd home(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (home) ns = make_namespace(home.get());
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (ns) ready_.push_back(std::move(ns));
+    making_ = false;
+  }
+  cv_.notify_all();
 }
 
 NetnsPool::~NetnsPool() {
@@ -80,20 +96,16 @@ void NetnsPool::fill() {
       }
       if (stop_) return;
       making_ = true;
-      if (budget_ != kUnlimited) --budget_;
     }
     UniqueFd ns = make_namespace(home.get());
     // A host that refuses once refuses again (no CAP_SYS_ADMIN, user.max_net_namespaces):
     // the pool stays empty and each clone makes its own, which reports the host's error.
     if (!ns) return;
-    bool spent = false;
     {
       std::lock_guard lock(mu_);
       ready_.push_back(std::move(ns));
-      spent = budget_ == 0;
     }
     cv_.notify_all();
-    if (spent) return;
   }
 }
 

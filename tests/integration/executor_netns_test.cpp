@@ -88,23 +88,56 @@ TEST(NetnsPool, HandsOutFreshNamespacesWithOnlyLoUp) {
   EXPECT_EQ(inode_of("/proc/thread-self/ns/net"), home);
 }
 
-// A one-run caller (the CLI) pays for one namespace, not for spares made after its run that are
-// torn down unused when it exits.
-TEST(NetnsPool, ABudgetOfOneMakesOneNamespaceAndNoSpare) {
-  if (::geteuid() != 0) GTEST_SKIP() << "the pool makes namespaces only as root (CAP_SYS_ADMIN on the host)";
-  launch::NetnsPool pool(1, 1);
-  ASSERT_TRUE(take_within_seconds(pool, 10)) << "the pool made no namespace";
-  pool.replenish();
-  EXPECT_FALSE(take_within_seconds(pool, 1)) << "the pool made a namespace past its budget";
-}
-
 // A run that comes while the pool is still making its namespace waits for it rather than have
-// its clone make a whole one (the CLI's case: its run starts ~1 ms after the pool does).
+// its clone make a whole one (a service's first run starts ~1 ms after the pool does).
 TEST(NetnsPool, TakeWaitsForTheNamespaceBeingMade) {
   if (::geteuid() != 0) GTEST_SKIP() << "the pool makes namespaces only as root (CAP_SYS_ADMIN on the host)";
-  launch::NetnsPool pool(1, 1);
+  launch::NetnsPool pool(1);
   EXPECT_TRUE(pool.take()) << "take() returned nothing while the pool was making a namespace";
-  EXPECT_FALSE(pool.take()) << "a spent pool has nothing to wait for";
+}
+
+// A one-run caller's pool (the CLI): the caller's own thread makes the one namespace
+// (make_here), a take() meanwhile waits for it instead of returning nothing, the maker goes
+// back home after, and there is no spare, replenished or not.
+TEST(NetnsPool, ACallersThreadMakesTheOneNamespace) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the pool makes namespaces only as root (CAP_SYS_ADMIN on the host)";
+  launch::NetnsPool pool(launch::NetnsPool::MadeByCaller{});
+  ino_t maker_home = 0, maker_after = 0;
+  std::thread maker([&] {
+    maker_home = inode_of("/proc/thread-self/ns/net");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    pool.make_here();
+    maker_after = inode_of("/proc/thread-self/ns/net");
+  });
+  UniqueFd ns = pool.take();
+  maker.join();
+  ASSERT_TRUE(ns) << "take() did not wait for the namespace being made";
+  Seen seen = look_inside(ns.get());
+  ASSERT_TRUE(seen.entered);
+  EXPECT_EQ(seen.interfaces, std::vector<std::string>{"lo"});
+  EXPECT_TRUE(seen.lo_up);
+  EXPECT_EQ(maker_after, maker_home) << "the maker's thread stayed in the namespace it made";
+  pool.replenish();
+  EXPECT_FALSE(take_within_seconds(pool, 1)) << "a one-run pool made a spare";
+}
+
+// A single run (the CLI) gets a namespace made ahead too: owned by the host's user namespace.
+TEST(NetnsPool, ASingleRunGetsAPreparedNamespace) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the pool makes namespaces only as root (CAP_SYS_ADMIN on the host)";
+  TempDir d;
+  Executor ex = Executor::open({.config = write_config(d), .audit_log = d.path() + "/audit.log", .single_run = true});
+  RunRequest req;
+  req.code =
+      "import errno, fcntl, os\n"
+      "fd = os.open('/proc/self/ns/net', os.O_RDONLY)\n"
+      "try:\n"
+      "    os.close(fcntl.ioctl(fd, 0xb701)); print('sandbox')\n"  // NS_GET_USERNS
+      "except OSError as e:\n"
+      "    print('host' if e.errno == errno.EPERM else 'error %d' % e.errno)\n";
+  req.trust = Trust::trusted;
+  RunResult r = ex.run(req);
+  ASSERT_EQ(r.status, RunStatus::exited) << r.error << r.outcome.stderr_data;
+  EXPECT_EQ(r.outcome.stdout_data, "host\n") << "the single run's clone made its own namespace";
 }
 
 // Through the Executor: every run in a namespace of its own, with localhost working; from the
