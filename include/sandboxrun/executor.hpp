@@ -40,9 +40,10 @@ struct ExecutorOptions {
   std::optional<std::filesystem::path> config;
   // The audit log file; unset: the one audit.yaml names.
   std::optional<std::filesystem::path> audit_log;
-  // A caller that runs once and exits (the `sandboxrun` command): the network namespace for that
-  // run is made ahead, while the run is prepared, and no spare ones after it. Further runs still
-  // work; each then makes its own namespace in its clone. A run returns once its result is in;
+  // A caller that runs once and exits (the `sandboxrun` command): everything loads on the
+  // calling thread, and a run's network namespace is made when it starts, with no spare made
+  // ahead or after it (one made and never used costs as much again to tear down). Further runs
+  // still work. A run returns once its result is in;
   // its pid 1 (still exiting) and its cgroup are removed when the Executor is destroyed, so the
   // caller reports the result while pid 1's exit tears the namespaces down.
   bool single_run = false;

@@ -30,22 +30,6 @@ NetnsPool::NetnsPool(size_t size) : size_(size) {
   thread_ = std::thread([this] { fill(); });
 }
 
-NetnsPool::NetnsPool(MadeByCaller) : size_(1) { making_ = ::geteuid() == 0; }
-
-void NetnsPool::make_here() {
-  UniqueFd ns;
-  if (making_) {
-    const UniqueFd home(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-    if (home) ns = make_namespace(home.get());
-  }
-  {
-    std::lock_guard lock(mu_);
-    if (ns) ready_.push_back(std::move(ns));
-    making_ = false;
-  }
-  cv_.notify_all();
-}
-
 NetnsPool::~NetnsPool() {
   {
     std::lock_guard lock(mu_);
@@ -56,6 +40,11 @@ NetnsPool::~NetnsPool() {
 }
 
 UniqueFd NetnsPool::take() {
+  if (on_demand_) {
+    if (::geteuid() != 0) return UniqueFd();
+    const UniqueFd home(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    return home ? make_namespace(home.get()) : UniqueFd();
+  }
   UniqueFd ns;
   std::unique_lock lock(mu_);
   // The rest of one being made takes less than a whole one made in the clone: wait for it, one

@@ -20,16 +20,12 @@ namespace sandboxrun::launch {
 class NetnsPool {
  public:
   explicit NetnsPool(size_t size = 2);
-  // One namespace, made by a thread of the caller's (make_here) instead of one of the pool's,
-  // and no spare (every namespace made and never used costs as much again to tear down): a
-  // one-run caller (the CLI) that has a thread at hand spares starting another (on a host that
-  // packs threads onto one CPU, a new thread that goes straight into unshare() holds up its
-  // creator ~0.5 ms).
-  struct MadeByCaller {};
-  explicit NetnsPool(MadeByCaller);
-  // With MadeByCaller: makes the one namespace, on this thread; take() waits for it meanwhile.
-  // Called once.
-  void make_here();
+  // No thread and no namespace ahead: each take() makes one on the caller's thread. For a
+  // one-run caller (the CLI): a spare made and never used costs as much again to tear down, and
+  // a thread of the pool's gains nothing on a host that packs threads onto one CPU (a new thread
+  // that goes straight into unshare() holds up its creator ~0.5 ms there).
+  struct OnDemand {};
+  explicit NetnsPool(OnDemand) : size_(0), on_demand_(true) {}
   ~NetnsPool();
   NetnsPool(const NetnsPool&) = delete;
   NetnsPool& operator=(const NetnsPool&) = delete;
@@ -46,6 +42,7 @@ class NetnsPool {
   void fill();
 
   const size_t size_;
+  const bool on_demand_ = false;
   bool making_ = false;  // the thread is making one; guarded by mu_
   size_t waiting_ = 0;   // take() calls waiting for it; guarded by mu_
   std::mutex mu_;

@@ -96,32 +96,26 @@ TEST(NetnsPool, TakeWaitsForTheNamespaceBeingMade) {
   EXPECT_TRUE(pool.take()) << "take() returned nothing while the pool was making a namespace";
 }
 
-// A one-run caller's pool (the CLI): the caller's own thread makes the one namespace
-// (make_here), a take() meanwhile waits for it instead of returning nothing, the maker goes
-// back home after, and there is no spare, replenished or not.
-TEST(NetnsPool, ACallersThreadMakesTheOneNamespace) {
+// A one-run caller's pool (the CLI): no thread, and take() makes the namespace on the caller's
+// thread, which goes back home after.
+TEST(NetnsPool, AnOnDemandPoolMakesTheNamespaceOnTheCallersThread) {
   if (::geteuid() != 0) GTEST_SKIP() << "the pool makes namespaces only as root (CAP_SYS_ADMIN on the host)";
-  launch::NetnsPool pool(launch::NetnsPool::MadeByCaller{});
-  ino_t maker_home = 0, maker_after = 0;
-  std::thread maker([&] {
-    maker_home = inode_of("/proc/thread-self/ns/net");
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    pool.make_here();
-    maker_after = inode_of("/proc/thread-self/ns/net");
-  });
+  const ino_t home = inode_of("/proc/thread-self/ns/net");
+  launch::NetnsPool pool(launch::NetnsPool::OnDemand{});
   UniqueFd ns = pool.take();
-  maker.join();
-  ASSERT_TRUE(ns) << "take() did not wait for the namespace being made";
+  ASSERT_TRUE(ns) << "an on-demand pool made no namespace";
+  struct stat st {};
+  ASSERT_EQ(::fstat(ns.get(), &st), 0);
+  EXPECT_NE(st.st_ino, home);
   Seen seen = look_inside(ns.get());
   ASSERT_TRUE(seen.entered);
   EXPECT_EQ(seen.interfaces, std::vector<std::string>{"lo"});
   EXPECT_TRUE(seen.lo_up);
-  EXPECT_EQ(maker_after, maker_home) << "the maker's thread stayed in the namespace it made";
-  pool.replenish();
-  EXPECT_FALSE(take_within_seconds(pool, 1)) << "a one-run pool made a spare";
+  EXPECT_EQ(inode_of("/proc/thread-self/ns/net"), home) << "the caller's thread stayed in the namespace it made";
 }
 
-// A single run (the CLI) gets a namespace made ahead too: owned by the host's user namespace.
+// A single run (the CLI) gets a namespace made by the launcher too: owned by the host's user
+// namespace, not by the sandbox's.
 TEST(NetnsPool, ASingleRunGetsAPreparedNamespace) {
   if (::geteuid() != 0) GTEST_SKIP() << "the pool makes namespaces only as root (CAP_SYS_ADMIN on the host)";
   TempDir d;
