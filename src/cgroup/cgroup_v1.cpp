@@ -1,7 +1,8 @@
 // cgroup v1 backend (hybrid and legacy hosts): one directory per run in each of the memory,
 // pids, cpu and cpuacct hierarchies; on hybrid hosts a twin in the controller-less cgroup2
-// mount gives reliable placement accounting and cgroup.kill; otherwise the v1 freezer makes the
-// kill loop race-free.
+// mount gives reliable placement accounting, cgroup.kill and the CPU time (its cpu.stat, there
+// with no controller: no cpuacct directory then); otherwise the v1 freezer makes the kill loop
+// race-free.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -41,6 +42,7 @@ class CgroupV1 final : public Cgroup {
         ensure_dir(plan.unified_parent);
         unified_ = add(plan.unified_parent, name, true);
         if (!has_ctl(unified_->fd(), "cgroup.kill")) unified_has_kill_ = false;
+        unified_cpu_stat_ = has_ctl(unified_->fd(), "cpu.stat");
       } catch (const Error&) {
         // No companion (no cgroup2 mount there, or not ours): kill_all falls back to the v1 loop.
       }
@@ -48,7 +50,7 @@ class CgroupV1 final : public Cgroup {
     memory_ = add(plan.v1_parents.at("memory"), name, false, "memory");
     pids_ = add(plan.v1_parents.at("pids"), name, false, "pids");
     cpu_ = plan.v1_parents.count("cpu") ? add(plan.v1_parents.at("cpu"), name, false, "cpu") : nullptr;
-    if (plan.v1_parents.count("cpuacct")) {
+    if (plan.v1_parents.count("cpuacct") && !unified_cpu_stat_) {
       // cpu and cpuacct are often one hierarchy ("cpu,cpuacct"): then the cpu dir serves both.
       cpuacct_ = cpu_ && plan.v1_parents.at("cpuacct") == plan.v1_parents.at("cpu")
                      ? cpu_
@@ -129,7 +131,9 @@ class CgroupV1 final : public Cgroup {
     };
     u.memory_current = num(memory_, "memory.usage_in_bytes");
     u.memory_peak = num(memory_, "memory.max_usage_in_bytes");
-    u.cpu_usec = num(cpuacct_, "cpuacct.usage") / 1000;  // ns
+    u.cpu_usec = unified_cpu_stat_
+                     ? keyed_value(read_ctl(unified_->fd(), "cpu.stat").value_or(""), "usage_usec").value_or(0)
+                     : num(cpuacct_, "cpuacct.usage") / 1000;  // ns
     u.pids_current = num(pids_, "pids.current");
     u.pids_peak = num(pids_, "pids.peak");
     // oom_kill in memory.oom_control: Linux >= 4.13.
@@ -226,6 +230,7 @@ class CgroupV1 final : public Cgroup {
   std::vector<Hop> hops_;  // while the calling thread is inside
   CgroupDir* unified_ = nullptr;
   bool unified_has_kill_ = true;
+  bool unified_cpu_stat_ = false;  // the twin's cpu.stat counts the CPU time
   bool emptied_ = false;  // kill_all saw every directory empty
   CgroupDir* memory_ = nullptr;
   CgroupDir* pids_ = nullptr;
