@@ -82,10 +82,9 @@ Executor Executor::open(const ExecutorOptions& options) {
   auto impl = std::make_unique<Impl>();
   Impl& im = *impl;
   // A service's pool starts first: it makes namespaces between runs. A single run's one is made
-  // when the run takes it (NetnsPool::OnDemand).
+  // when the run takes it (a pool of size 0).
   im.single_run = options.single_run;
-  im.netns = options.single_run ? std::make_unique<launch::NetnsPool>(launch::NetnsPool::OnDemand{})
-                                : std::make_unique<launch::NetnsPool>();
+  im.netns = options.single_run ? std::make_unique<launch::NetnsPool>(0) : std::make_unique<launch::NetnsPool>();
   const std::filesystem::path config_file =
       find_config(options.config ? std::optional<std::string>(options.config->string()) : std::nullopt);
   const std::filesystem::path config_dir = config_file.parent_path();

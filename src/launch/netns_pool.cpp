@@ -40,24 +40,24 @@ NetnsPool::~NetnsPool() {
 }
 
 UniqueFd NetnsPool::take() {
-  if (on_demand_) {
-    if (::geteuid() != 0) return UniqueFd();
-    const UniqueFd home(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-    return home ? make_namespace(home.get()) : UniqueFd();
+  {
+    std::unique_lock lock(mu_);
+    // The rest of one being made takes less than a whole one made here: wait for it, one taker
+    // at a time (others make their own).
+    if (ready_.empty() && making_ && waiting_ == 0) {
+      ++waiting_;
+      cv_.wait(lock, [this] { return !ready_.empty() || !making_; });
+      --waiting_;
+    }
+    if (!ready_.empty()) {
+      UniqueFd ns = std::move(ready_.front());
+      ready_.pop_front();
+      return ns;
+    }
   }
-  UniqueFd ns;
-  std::unique_lock lock(mu_);
-  // The rest of one being made takes less than a whole one made in the clone: wait for it, one
-  // taker at a time (others make their own).
-  if (ready_.empty() && making_ && waiting_ == 0) {
-    ++waiting_;
-    cv_.wait(lock, [this] { return !ready_.empty() || !making_; });
-    --waiting_;
-  }
-  if (ready_.empty()) return ns;
-  ns = std::move(ready_.front());
-  ready_.pop_front();
-  return ns;
+  if (::geteuid() != 0) return UniqueFd();
+  const UniqueFd home(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  return home ? make_namespace(home.get()) : UniqueFd();
 }
 
 void NetnsPool::replenish() { cv_.notify_all(); }

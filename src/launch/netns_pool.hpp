@@ -17,22 +17,20 @@ namespace sandboxrun::launch {
 // initial user namespace, so that the sandbox's root has no capability over it, where a namespace
 // made in the clone belongs to the sandbox's own user namespace. Root only: without
 // CAP_SYS_ADMIN on the host the pool stays empty and every clone makes its own.
+// Size 0: no thread and nothing made ahead, each take() makes its namespace. For a one-run
+// caller (the CLI): a spare made and never used costs as much again to tear down, and a thread
+// of the pool's gains nothing on a host that packs threads onto one CPU (a new thread that goes
+// straight into unshare() holds up its creator ~0.5 ms there).
 class NetnsPool {
  public:
   explicit NetnsPool(size_t size = 2);
-  // No thread and no namespace ahead: each take() makes one on the caller's thread. For a
-  // one-run caller (the CLI): a spare made and never used costs as much again to tear down, and
-  // a thread of the pool's gains nothing on a host that packs threads onto one CPU (a new thread
-  // that goes straight into unshare() holds up its creator ~0.5 ms there).
-  struct OnDemand {};
-  explicit NetnsPool(OnDemand) : size_(0), on_demand_(true) {}
   ~NetnsPool();
   NetnsPool(const NetnsPool&) = delete;
   NetnsPool& operator=(const NetnsPool&) = delete;
 
-  // A ready namespace (an fd of it, to setns), or an empty fd when none is ready or this host
-  // cannot make them: the caller then has the clone make one. When none is ready but one is
-  // being made, the first caller waits for that one.
+  // A namespace (an fd of it, to setns): a ready one; when none is ready but one is being made,
+  // that one for the first caller; else one made on the caller's thread. An empty fd when this
+  // host does not let us make them: the caller then has the clone make one.
   UniqueFd take();
   // Makes up for the namespaces taken, in the background. Called when a run is over rather than
   // at take(): making one while a sandbox sets itself up would compete with it for the CPUs.
@@ -42,7 +40,6 @@ class NetnsPool {
   void fill();
 
   const size_t size_;
-  const bool on_demand_ = false;
   bool making_ = false;  // the thread is making one; guarded by mu_
   size_t waiting_ = 0;   // take() calls waiting for it; guarded by mu_
   std::mutex mu_;

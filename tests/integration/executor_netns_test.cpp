@@ -96,14 +96,14 @@ TEST(NetnsPool, TakeWaitsForTheNamespaceBeingMade) {
   EXPECT_TRUE(pool.take()) << "take() returned nothing while the pool was making a namespace";
 }
 
-// A one-run caller's pool (the CLI): no thread, and take() makes the namespace on the caller's
-// thread, which goes back home after.
-TEST(NetnsPool, AnOnDemandPoolMakesTheNamespaceOnTheCallersThread) {
+// A one-run caller's pool (the CLI, size 0): no thread, and take() makes the namespace on the
+// caller's thread, which goes back home after.
+TEST(NetnsPool, AnEmptyPoolMakesTheNamespaceOnTheCallersThread) {
   if (::geteuid() != 0) GTEST_SKIP() << "the pool makes namespaces only as root (CAP_SYS_ADMIN on the host)";
   const ino_t home = inode_of("/proc/thread-self/ns/net");
-  launch::NetnsPool pool(launch::NetnsPool::OnDemand{});
+  launch::NetnsPool pool(0);
   UniqueFd ns = pool.take();
-  ASSERT_TRUE(ns) << "an on-demand pool made no namespace";
+  ASSERT_TRUE(ns) << "an empty pool made no namespace";
   struct stat st {};
   ASSERT_EQ(::fstat(ns.get(), &st), 0);
   EXPECT_NE(st.st_ino, home);
