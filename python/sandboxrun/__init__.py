@@ -300,24 +300,23 @@ class Sandbox:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     out, err = p.communicate()
-                done = subprocess.CompletedProcess(cmd, p.returncode, out, err)
-                text = out.decode("utf-8", "replace").strip()
-                try:
-                    result = RunResult.from_json(json.loads(text.splitlines()[-1])) if text else None
-                except (ValueError, KeyError, IndexError):
-                    result = None
                 raise DeadlineError(f"the run took longer than its deadline of {deadline} s and was stopped "
-                                    f"(exit status {done.returncode})", result) from None
+                                    f"(exit status {p.returncode})", Sandbox._result_of(out)) from None
         return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
     @staticmethod
-    def _parse(proc: "subprocess.CompletedProcess[bytes]") -> RunResult:
-        text = proc.stdout.decode("utf-8", "replace").strip()
-        err = proc.stderr.decode("utf-8", "replace").strip()
+    def _result_of(stdout: bytes) -> Optional[RunResult]:
+        """The launcher's JSON result (its last line), or None when it printed none."""
+        text = stdout.decode("utf-8", "replace").strip()
         try:
-            result = RunResult.from_json(json.loads(text.splitlines()[-1])) if text else None
+            return RunResult.from_json(json.loads(text.splitlines()[-1])) if text else None
         except (ValueError, KeyError, IndexError):
-            result = None
+            return None
+
+    @staticmethod
+    def _parse(proc: "subprocess.CompletedProcess[bytes]") -> RunResult:
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        result = Sandbox._result_of(proc.stdout)
         # The program's own exit status may be 2 or 125 too: only a run that did not run is an error.
         if result is None or result.status in ("error", "blocked"):
             why = (result.error if result and result.error else "") or err or f"exit status {proc.returncode}"
