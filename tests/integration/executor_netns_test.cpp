@@ -88,8 +88,9 @@ TEST(NetnsPool, HandsOutFreshNamespacesWithOnlyLoUp) {
   EXPECT_EQ(inode_of("/proc/thread-self/ns/net"), home);
 }
 
-// A run that comes while the pool is still making its namespace waits for it rather than have
-// its clone make a whole one (a service's first run starts ~1 ms after the pool does).
+// A run that comes while the pool is still making its namespace gets one (it waits for that one
+// rather than make a whole one of its own; a cost only: either way the namespace is fresh and
+// the host's, so the wait itself is not observable here).
 TEST(NetnsPool, TakeWaitsForTheNamespaceBeingMade) {
   if (::geteuid() != 0) GTEST_SKIP() << "the pool makes namespaces only as root (CAP_SYS_ADMIN on the host)";
   launch::NetnsPool pool(1);
