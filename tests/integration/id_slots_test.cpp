@@ -1,6 +1,7 @@
 // Ids that belong to no one, checked from the host: a root launcher's payload runs as a host uid
 // of the reserved range (config/sandbox.yaml id_ranges), a different one per live sandbox, in a
-// user namespace of its own; a launcher killed with SIGKILL frees its slot.
+// user namespace of its own; a launcher killed with SIGKILL frees its slot, and the next run
+// removes the cgroups it left.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -61,6 +62,26 @@ long userns_owner(pid_t pid) {
 
 std::string userns(pid_t pid) {
   return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/user").string();
+}
+
+// The run cgroups, in every hierarchy, of the launcher with host pid `launcher`: a run's cgroup
+// is named RUN_ID@PID.START_TIME after the launcher that made it.
+std::vector<std::string> launcher_cgroups(pid_t launcher) {
+  namespace fs = std::filesystem;
+  const std::string tag = "@" + std::to_string(launcher) + ".";
+  std::vector<std::string> found;
+  std::error_code ec;
+  fs::recursive_directory_iterator it("/sys/fs/cgroup", fs::directory_options::skip_permission_denied, ec), end;
+  for (; it != end; it.increment(ec)) {
+    if (!it->is_directory(ec)) continue;
+    if (it->path().filename().string().find(tag) != std::string::npos) {
+      found.push_back(it->path().string());
+      it.disable_recursion_pending();
+    } else if (it.depth() >= 3) {
+      it.disable_recursion_pending();
+    }
+  }
+  return found;
 }
 
 const char* kSleeper = "import sys, time\ntime.sleep(float(sys.argv[2]))\nprint('done')\n";
@@ -162,7 +183,7 @@ TEST(IdSlots, InsideTheSandboxUserIs1000AndHostRootIsNobody) {
   EXPECT_EQ(r.stdout_text(), "1000 1000 65534\n");
 }
 
-TEST(IdSlots, ALauncherKilledWithSigkillFreesItsSlot) {
+TEST(IdSlots, ALauncherKilledWithSigkillFreesItsSlotAndTheNextRunItsCgroups) {
   if (::geteuid() != 0) GTEST_SKIP() << "id slots are for root launchers";
   TempDir d;
   const std::string script = d.write("sleep.py", kSleeper);
@@ -194,6 +215,12 @@ TEST(IdSlots, ALauncherKilledWithSigkillFreesItsSlot) {
   EXPECT_TRUE(freed) << "the killed launcher's slot " << lock << " stayed claimed";
   for (int i = 0; i < 100 && find_payload(marker) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_LT(find_payload(marker), 0) << "the payload outlived its killed launcher";
+  // Nothing removed the killed launcher's cgroups; the next launcher's sweep does.
+  const std::vector<std::string> left = launcher_cgroups(launcher);
+  EXPECT_FALSE(left.empty()) << "no run cgroup of the killed launcher " << launcher << " was found under /sys/fs/cgroup";
+  auto next = run_python("print('next')\n");
+  EXPECT_EQ(next.stdout_text(), "next\n") << next.exec.err;
+  for (const auto& p : left) EXPECT_FALSE(std::filesystem::exists(p)) << p << " (the killed launcher's) was not swept";
 }
 
 }  // namespace
