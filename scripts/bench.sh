@@ -155,6 +155,41 @@ for r in range(rounds):
 print("  CLI vs bwrap per round: " + " ".join(per_round))
 PY
   stop_docker
+  # The CLI's own phases (its --json timings_ms), then where its CPU goes against bwrap's.
+  local i
+  for ((i = 0; i < per; i++)); do
+    "$sandboxrun" --json --trust untrusted --audit-log "$audit" "$work/empty.py"
+    echo
+  done >"$work/cli-json.txt"
+  python3 - "$work/cli-json.txt" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l)["timings_ms"] for l in open(sys.argv[1]) if l.strip()]
+print("  CLI phases (timings_ms, median of %d): %s" % (len(rows), ", ".join(
+    "%s %.2f" % (k, statistics.median(r[k] for r in rows)) for k in ("open", "prepare", "cgroup", "spawn", "run", "teardown"))))
+PY
+  profile_startup
+}
+
+# Where a start's CPU goes, for the CLI and for bwrap: `perf record` over RUNS starts of each
+# (one sample per 250 us of CPU: faster sampling slows a VM's processes), sorted into steps by
+# scripts/profile-startup.py. Needs perf (Debian's linux-perf).
+profile_startup() {
+  command -v perf >/dev/null || { echo "  (profile: perf is not installed; apt-get install linux-perf)"; return; }
+  local n=${PROFILE_RUNS:-60} period=250000
+  echo "  profile: CPU per start by step, perf record over $n starts each (the launcher, its pid 1 and payload until exec)"
+  if ! perf record -q -o "$work/perf-sr.data" -e cpu-clock -c $period -g -- sh -c \
+      'for i in $(seq "$0"); do "$1" --trust untrusted --audit-log "$2" "$3"; done' \
+      "$n" "$sandboxrun" "$work/audit.log" "$work/empty.py" >/dev/null 2>"$work/perf.err"; then
+    echo "  (profile: perf record failed: $(tail -n1 "$work/perf.err"))"
+    return
+  fi
+  perf record -q -o "$work/perf-bw.data" -e cpu-clock -c $period -g -- sh -c \
+    'for i in $(seq "$0"); do shift 0; bwrap "$@" /usr/bin/python3 /work/empty.py; done' \
+    "$n" "${bwrap_args[@]}" --ro-bind "$work" /work >/dev/null 2>>"$work/perf.err"
+  echo "  sandboxrun:"
+  python3 "$root/scripts/profile-startup.py" "$work/perf-sr.data" "$n" $period sandboxrun
+  echo "  bwrap:"
+  python3 "$root/scripts/profile-startup.py" "$work/perf-bw.data" "$n" $period bwrap
 }
 
 # A crun bundle running ARGS as 1000:1000 on the default rootfs with the bench directory at /work.
