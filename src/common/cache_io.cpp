@@ -101,14 +101,17 @@ void prune(int dirfd, std::string_view kind, std::string_view suffix, const std:
 }
 
 UniqueFd open_dir(const std::filesystem::path& dir, std::string& why) {
-  // Only the last two levels are created (~/.cache/sandboxrun); both private to the user.
-  ::mkdir(dir.parent_path().c_str(), 0700);
-  ::mkdir(dir.c_str(), 0700);
   // Walked as the seccomp cache's is (safe_open.hpp): no symlink anywhere on the path, and no
   // directory on it that another user could write to. The parsed sandbox.yaml decides the user,
   // the limits and the network of every run: where it is kept must be as trusted as the file.
   UniqueFd fd;
   try {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) {
+      // Only the last two levels are created (~/.cache/sandboxrun); both private to the user.
+      ::mkdir(dir.parent_path().c_str(), 0700);
+      ::mkdir(dir.c_str(), 0700);
+    }
     fd = open_trusted_dir(dir);
   } catch (const Error& e) {
     why = e.describe();

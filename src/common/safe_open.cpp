@@ -41,11 +41,10 @@ int open_component(int dirfd, const char* name, int flags) {
   }
 }
 
-// StrictModes: who besides root and the caller could change what this directory holds?
-void check_dir(int fd, const fs::path& shown) {
+// StrictModes: who besides root and the caller (`me`) could change what this directory holds?
+void check_dir(int fd, const fs::path& shown, uid_t me) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw_errno("cannot stat directory " + shown.string());
-  const uid_t me = ::geteuid();
   if (st.st_uid != 0 && st.st_uid != me)
     throw Error("directory " + shown.string() + " is owned by uid " + std::to_string(st.st_uid) +
                     ", not by root or you (uid " + std::to_string(me) + "): its owner could redirect files in it",
@@ -62,20 +61,25 @@ void check_dir(int fd, const fs::path& shown) {
 
 UniqueFd open_trusted_dir(const fs::path& dir, bool create, mode_t mode) {
   const fs::path abs = fs::absolute(dir).lexically_normal();
-  UniqueFd cur(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!cur) throw_errno("cannot open /");
-  check_dir(cur.get(), "/");
-  fs::path so_far = "/";
+  const uid_t me = ::geteuid();
   std::vector<std::string> parts;
   for (const auto& c : abs.relative_path())
     if (!c.empty()) parts.push_back(c.string());
+  // O_PATH is enough to walk; the directory itself is opened for reading (callers fsync and
+  // list directories), which a walk of ~4 components a cache load or audit write makes often.
+  UniqueFd cur(::open("/", (parts.empty() ? O_RDONLY : O_PATH) | O_DIRECTORY | O_CLOEXEC));
+  if (!cur) throw_errno("cannot open /");
+  check_dir(cur.get(), "/", me);
+  fs::path so_far = "/";
   for (size_t i = 0; i < parts.size(); ++i) {
     so_far /= parts[i];
-    int fd = open_component(cur.get(), parts[i].c_str(), O_PATH | O_DIRECTORY);
+    const bool last = i + 1 == parts.size();
+    const int flags = (last ? O_RDONLY : O_PATH) | O_DIRECTORY;
+    int fd = open_component(cur.get(), parts[i].c_str(), flags);
     if (fd < 0 && errno == ENOENT && create) {
-      if (::mkdirat(cur.get(), parts[i].c_str(), i + 1 == parts.size() ? mode : 0755) != 0 && errno != EEXIST)
+      if (::mkdirat(cur.get(), parts[i].c_str(), last ? mode : 0755) != 0 && errno != EEXIST)
         throw_errno("cannot create directory " + so_far.string());
-      fd = open_component(cur.get(), parts[i].c_str(), O_PATH | O_DIRECTORY);
+      fd = open_component(cur.get(), parts[i].c_str(), flags);
     }
     if (fd < 0) {
       if (errno == ELOOP) throw Error(so_far.string() + " is a symlink; refusing to follow it", kSymlinkHint);
@@ -83,12 +87,9 @@ UniqueFd open_trusted_dir(const fs::path& dir, bool create, mode_t mode) {
       throw_errno("cannot open directory " + so_far.string());
     }
     cur.reset(fd);
-    check_dir(cur.get(), so_far);
+    check_dir(cur.get(), so_far, me);
   }
-  // O_PATH was enough to walk; callers fsync and read directories, which needs a real open.
-  UniqueFd out(::openat(cur.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!out) throw_errno("cannot open directory " + abs.string());
-  return out;
+  return cur;
 }
 
 UniqueFd open_trusted_at(int dir_fd, const std::string& name, int flags, mode_t mode, const fs::path& shown) {
