@@ -184,7 +184,7 @@ profile_startup() {
     return
   fi
   perf record -q -o "$work/perf-bw.data" -e cpu-clock -c $period -g -- sh -c \
-    'for i in $(seq "$0"); do shift 0; bwrap "$@" /usr/bin/python3 /work/empty.py; done' \
+    'for i in $(seq "$0"); do bwrap "$@" /usr/bin/python3 /work/empty.py; done' \
     "$n" "${bwrap_args[@]}" --ro-bind "$work" /work >/dev/null 2>>"$work/perf.err"
   echo "  sandboxrun:"
   python3 "$root/scripts/profile-startup.py" "$work/perf-sr.data" "$n" $period sandboxrun
