@@ -24,11 +24,18 @@ case "$mode" in
     failed=0
     tests=("$@")
     [ ${#tests[@]} -gt 0 ] || tests=(build/tests/unit_* build/tests/integration_*)
+    # Run cgroups (named RUN_ID@PID.START) are listed after each binary, so that one left behind
+    # names the test binary that left it.
+    run_cgroups() { find /sys/fs/cgroup -maxdepth 3 -path '*sandboxrun*/*@*' -type d 2>/dev/null | sort; }
+    run_cgroups >"$here/cgroups.before"
     for t in "${tests[@]}"; do
       echo "== $t"
       timeout 600 "$t" --gtest_brief=1 || failed=$((failed + 1))
+      run_cgroups >"$here/cgroups.after"
+      comm -13 "$here/cgroups.before" "$here/cgroups.after" | sed "s|^|   left by $(basename "$t"): |"
+      mv "$here/cgroups.after" "$here/cgroups.before"
     done
-    echo "== leftovers: $(find /sys/fs/cgroup -maxdepth 3 -path '*sandboxrun*/*@*' -type d | wc -l) run cgroups"
+    echo "== leftovers: $(run_cgroups | wc -l) run cgroups"
     echo "== $failed test binaries failed"
     [ $failed -eq 0 ] ;;
   bench)
