@@ -96,17 +96,12 @@ Executor Executor::open(const ExecutorOptions& options) {
   im.cfg = load_sandbox_config(config_file);
   im.host = probe_host_resources();
   const std::filesystem::path cache_root = default_cache_root();
-  const std::filesystem::path seccomp_cache = cache_root.empty() ? cache_root : cache_root / "seccomp";
-  for (Trust t : kTrustLevels) {
-    const std::filesystem::path profile = resolve_spec(im.cfg, t, {}, im.host).seccomp_profile;
-    if (im.profiles.count(profile)) continue;
-    CompiledProfile& c = im.profiles[profile];
-    try {
-      c.program = load_or_compile_seccomp_profile(profile, SeccompContext{}, seccomp_cache);
-    } catch (const Error&) {
-      c.error = std::current_exception();
+  im.seccomp_cache = cache_root.empty() ? cache_root : cache_root / "seccomp";
+  if (!options.single_run)
+    for (Trust t : kTrustLevels) {
+      const std::filesystem::path profile = resolve_spec(im.cfg, t, {}, im.host).seccomp_profile;
+      if (!im.profiles.count(profile)) im.profiles.emplace(profile, im.compile_profile(profile));
     }
-  }
   im.security = load_security_config(config_dir / "security.yaml", install_paths().data_dir);
   im.audit.emplace(AuditLog::open(load_audit_config(config_dir / "audit.yaml"), options.audit_log));
   im.cgroups = std::make_shared<const CgroupHost>(im.cfg.cgroup);

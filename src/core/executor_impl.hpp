@@ -40,7 +40,11 @@ struct Executor::Impl {
   SandboxConfig cfg;
   SecurityConfig security;
   HostResources host;
-  std::map<std::filesystem::path, CompiledProfile> profiles;  // every trust level's, by path
+  // Every trust level's, by path, compiled at open; a single run's only when a run needs it (its
+  // own level, or the untrusted one of a dependency phase), so the CLI compiles one, not three.
+  mutable std::map<std::filesystem::path, CompiledProfile> profiles;
+  mutable std::mutex profiles_mu;
+  std::filesystem::path seccomp_cache;
   // One writer handle for every thread: appends are serialised here (and across processes by
   // the log's own flock).
   mutable std::mutex audit_mu;
@@ -51,13 +55,22 @@ struct Executor::Impl {
   // The host's cgroup side (probe, parents, sweep), worked out at open instead of every run.
   std::shared_ptr<const CgroupHost> cgroups;
 
+  // The compiled profile at `path` (a reference that stays valid: map nodes do not move).
   const SeccompProgram& profile(const std::filesystem::path& path) const {
+    std::lock_guard lock(profiles_mu);
     auto it = profiles.find(path);
-    if (it == profiles.end())
-      throw Error("seccomp profile " + path.string() + " was not compiled when the executor opened",
-                  "report this as a bug");
+    if (it == profiles.end()) it = profiles.emplace(path, compile_profile(path)).first;
     if (it->second.error) std::rethrow_exception(it->second.error);
     return *it->second.program;
+  }
+  CompiledProfile compile_profile(const std::filesystem::path& path) const {
+    CompiledProfile c;
+    try {
+      c.program = load_or_compile_seccomp_profile(path, SeccompContext{}, seccomp_cache);
+    } catch (const Error&) {
+      c.error = std::current_exception();
+    }
+    return c;
   }
 
   // Every record of a run carries who it is for.

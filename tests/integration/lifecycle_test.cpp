@@ -220,3 +220,23 @@ TEST(Lifecycle, ResultSaysWhereTheLaunchersTimeWent) {
   }
   EXPECT_LE(sum, wall_ms) << t;
 }
+
+// A CLI run compiles (or loads from the cache) the seccomp program of the trust level it runs at,
+// not every level's: each is a profile read, hashed and decoded, work a start does not need.
+TEST(Lifecycle, ASingleRunCompilesOnlyTheSeccompProfileItUses) {
+  TempDir d;
+  const std::string cache = d.path() + "/cache";
+  auto programs = [&] {
+    size_t n = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(cache + "/seccomp", ec))
+      if (e.path().extension() == ".bpf") ++n;
+    return n;
+  };
+  auto r = run_python("print('u')\n", {"--trust", "untrusted"}, {"SANDBOXRUN_CACHE_DIR=" + cache});
+  ASSERT_EQ(r.stdout_text(), "u\n") << r.exec.err;
+  EXPECT_EQ(programs(), 1u) << "an untrusted run compiled other levels' programs too";
+  auto t = run_python("print('t')\n", {"--trust", "trusted"}, {"SANDBOXRUN_CACHE_DIR=" + cache});
+  ASSERT_EQ(t.stdout_text(), "t\n") << t.exec.err;
+  EXPECT_EQ(programs(), 2u) << "a trusted run (config/sandbox.yaml: the default profile) added its own";
+}
