@@ -19,14 +19,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Not named sandboxrun-*: the integration tests count /tmp/sandboxrun-* entries as a launcher's
+// leftovers, and the corpus replay runs beside them. Removed when the process exits normally.
 struct Arena {
   fs::path base;
   Arena() {
-    std::string tmpl = (fs::temp_directory_path() / "sandboxrun-image-fuzz.XXXXXX").string();
+    std::string tmpl = (fs::temp_directory_path() / "image-layer-fuzz.XXXXXX").string();
     if (!mkdtemp(tmpl.data())) abort();
     base = tmpl;
     fs::create_directories(base / "canary" / "inner");
   }
+  ~Arena() {
+    std::error_code ec;
+    fs::remove_all(base, ec);
+  }
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
 };
 
 // Everything below base except dest: must stay exactly {canary, canary/inner}.
