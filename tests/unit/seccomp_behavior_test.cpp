@@ -515,9 +515,11 @@ def main():
         proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
         assert await proc.wait() == 0
     asyncio.run(tick())
-    db = sqlite3.connect(os.path.join(tempfile.mkdtemp(), "t.db"))
-    db.execute("create table t (x)"); db.execute("insert into t values (1)"); db.commit()
-    assert db.execute("select x from t").fetchone() == (1,)
+    with tempfile.TemporaryDirectory() as d:  # removed after: the test runs on the host's /tmp
+        db = sqlite3.connect(os.path.join(d, "t.db"))
+        db.execute("create table t (x)"); db.execute("insert into t values (1)"); db.commit()
+        assert db.execute("select x from t").fetchone() == (1,)
+        db.close()
     got = []
     signal.signal(signal.SIGUSR1, lambda *a: got.append(1)); os.kill(os.getpid(), signal.SIGUSR1)
     assert got
