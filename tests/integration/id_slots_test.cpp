@@ -64,26 +64,6 @@ std::string userns(pid_t pid) {
   return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/user").string();
 }
 
-// The run cgroups, in every hierarchy, of the launcher with host pid `launcher`: a run's cgroup
-// is named RUN_ID@PID.START_TIME after the launcher that made it.
-std::vector<std::string> launcher_cgroups(pid_t launcher) {
-  namespace fs = std::filesystem;
-  const std::string tag = "@" + std::to_string(launcher) + ".";
-  std::vector<std::string> found;
-  std::error_code ec;
-  fs::recursive_directory_iterator it("/sys/fs/cgroup", fs::directory_options::skip_permission_denied, ec), end;
-  for (; it != end; it.increment(ec)) {
-    if (!it->is_directory(ec)) continue;
-    if (it->path().filename().string().find(tag) != std::string::npos) {
-      found.push_back(it->path().string());
-      it.disable_recursion_pending();
-    } else if (it.depth() >= 3) {
-      it.disable_recursion_pending();
-    }
-  }
-  return found;
-}
-
 const char* kSleeper = "import sys, time\ntime.sleep(float(sys.argv[2]))\nprint('done')\n";
 
 TEST(IdSlots, ConcurrentSandboxesRunAsDistinctUnownedHostIdsInTheirOwnUserNamespace) {
@@ -215,12 +195,13 @@ TEST(IdSlots, ALauncherKilledWithSigkillFreesItsSlotAndTheNextRunItsCgroups) {
   EXPECT_TRUE(freed) << "the killed launcher's slot " << lock << " stayed claimed";
   for (int i = 0; i < 100 && find_payload(marker) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_LT(find_payload(marker), 0) << "the payload outlived its killed launcher";
-  // Nothing removed the killed launcher's cgroups; the next launcher's sweep does.
-  const std::vector<std::string> left = launcher_cgroups(launcher);
-  EXPECT_FALSE(left.empty()) << "no run cgroup of the killed launcher " << launcher << " was found under /sys/fs/cgroup";
+  // Nothing removed the killed launcher's cgroups (a run's is named RUN_ID@PID.START after the
+  // launcher that made it); the next launcher's sweep does.
+  const std::string owner = "@" + std::to_string(launcher) + ".";
+  EXPECT_GT(sandboxrun::testing::cgroups_named(owner), 0u) << "no run cgroup of the killed launcher " << launcher;
   auto next = run_python("print('next')\n");
   EXPECT_EQ(next.stdout_text(), "next\n") << next.exec.err;
-  for (const auto& p : left) EXPECT_FALSE(std::filesystem::exists(p)) << p << " (the killed launcher's) was not swept";
+  EXPECT_EQ(sandboxrun::testing::cgroups_named(owner), 0u) << "the killed launcher's cgroups were not swept";
 }
 
 }  // namespace
