@@ -41,7 +41,7 @@ struct Executor::Impl {
   SecurityConfig security;
   HostResources host;
   // Every trust level's, by path, compiled at open; a single run's only when a run needs it (its
-  // own level, or the untrusted one of a dependency phase), so the CLI compiles one, not three.
+  // own level, or the untrusted one of a dependency phase), not every level's.
   mutable std::map<std::filesystem::path, CompiledProfile> profiles;
   mutable std::mutex profiles_mu;
   std::filesystem::path seccomp_cache;
