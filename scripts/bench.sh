@@ -190,6 +190,18 @@ profile_startup() {
   python3 "$root/scripts/profile-startup.py" "$work/perf-sr.data" "$n" $period sandboxrun
   echo "  bwrap:"
   python3 "$root/scripts/profile-startup.py" "$work/perf-bw.data" "$n" $period bwrap
+  # Wall-clock time around the program, cut by kernel tracepoints (execs, exit signals), the two
+  # launchers alternating: what the launcher costs before python3 starts and after it ends.
+  echo "  wall clock around the program, $n starts of each alternating (perf tracepoints; scripts/trace-startup.py):"
+  if perf record -q -a -o "$work/perf-tr.data" -e sched:sched_process_exec -e signal:signal_generate -- sh -c \
+      'n=$1; sr=$2; audit=$3; py=$4; shift 4
+       for i in $(seq "$n"); do "$sr" --trust untrusted --audit-log "$audit" "$py"; bwrap "$@" /usr/bin/python3 /work/empty.py; done' \
+      sh "$n" "$sandboxrun" "$work/audit.log" "$work/empty.py" "${bwrap_args[@]}" --ro-bind "$work" /work \
+      >/dev/null 2>>"$work/perf.err"; then
+    python3 "$root/scripts/trace-startup.py" "$work/perf-tr.data" sandboxrun bwrap
+  else
+    echo "    (trace: perf record -a failed: $(tail -n1 "$work/perf.err"))"
+  fi
 }
 
 # A crun bundle running ARGS as 1000:1000 on the default rootfs with the bench directory at /work.
