@@ -17,13 +17,27 @@ if [[ ${CI:-} == true || ${SANDBOXRUN_TEST_SCIENCE:-} == 1 ]]; then
   SANDBOXRUN="$PWD/build/sandboxrun" scripts/build-image.sh science
 fi
 
+# A test removes what it puts in /tmp: anything new there after a suite fails the run, by name
+# against this list (services' systemd-private-* directories aside).
+tmp_before=$(ls -A /tmp | sort)
+check_tmp() {
+  local new
+  new=$(comm -13 <(printf '%s\n' "$tmp_before") <(ls -A /tmp | sort) | grep -v '^systemd-private-' || true)
+  [[ -z $new ]] && return 0
+  echo "== the tests left these in /tmp (each test must remove its own):"
+  printf '  /tmp/%s\n' $new
+  return 1
+}
+
 echo "== building the tests (build/)"
 cmake --build build -j"$(nproc)"
 
 echo "== unit + integration tests (build/)"
 ctest --test-dir build --output-on-failure --timeout 600 -j2
+check_tmp
 
 echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSANDBOXRUN_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$(nproc)"
 ctest --test-dir build-asan --output-on-failure --timeout 600 -j2 -L unit
+check_tmp
