@@ -25,7 +25,7 @@ check_tmp() {
   new=$(comm -13 <(printf '%s\n' "$tmp_before") <(ls -A /tmp | sort) | grep -v '^systemd-private-' || true)
   [[ -z $new ]] && return 0
   echo "== the tests left these in /tmp (each test must remove its own):"
-  printf '  /tmp/%s\n' $new
+  sed 's|^|  /tmp/|' <<<"$new"
   return 1
 }
 

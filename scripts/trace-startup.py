@@ -32,6 +32,12 @@ def events(data):
             yield m.group(1), float(m.group(3)) * 1000, m.group(4), m.group(5)
 
 
+def sigchld(args, to=None):
+    """A signal_generate event's arguments say SIGCHLD (to a process named `to`, when given)."""
+    fields = args.split()
+    return "sig=17" in fields and (to is None or "comm=" + to in fields)
+
+
 def starts(data, comms):
     """(launcher, before, program, after) for each complete start."""
     cur = None
@@ -42,10 +48,10 @@ def starts(data, comms):
             continue
         elif ev == "sched_process_exec" and comm == "python3":
             cur["py_exec"] = t
-        elif ev == "signal_generate" and "sig=17 " in args + " " and comm == "python3" and "py_exec" in cur:
+        elif ev == "signal_generate" and sigchld(args) and comm == "python3" and "py_exec" in cur:
             cur.setdefault("py_exit", t)
-        elif (ev == "signal_generate" and "sig=17 " in args + " " and comm == cur["comm"]
-              and "comm=%s " % comm not in args + " " and "py_exit" in cur):  # not pid 1's, to the launcher
+        elif (ev == "signal_generate" and sigchld(args) and comm == cur["comm"] and not sigchld(args, to=comm)
+              and "py_exit" in cur):  # the launcher's own exit, not its pid 1's (sent to the launcher)
             yield cur["comm"], cur["py_exec"] - cur["exec"], cur["py_exit"] - cur["py_exec"], t - cur["py_exit"]
             cur = None
 
