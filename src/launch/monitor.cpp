@@ -264,16 +264,8 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
     }
     if (ready(idx_out) && !pump(streams[0])) streams[0].open = false;
     if (ready(idx_err) && !pump(streams[1])) streams[1].open = false;
-    if (ready(idx_status)) {
-      int st;
-      ssize_t got = ::read(fds.status_read.get(), &st, sizeof st);
-      if (got == sizeof st) {
-        wait_status = st;
-        status_known = true;
-        status_seen = Clock::now();
-      }
-      fds.status_read.reset();
-    }
+    // The payload's execve (EOF here) precedes its exit (the status below): read in that order,
+    // or a wake-up that brings both would time the run as ending before it began.
     if (ready(idx_error)) {
       ChildError e{};
       ssize_t got = ::read(fds.error_read.get(), &e, sizeof e);
@@ -288,6 +280,16 @@ bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgro
         if (req.after_exec) req.after_exec();
       }
       fds.error_read.reset();  // EOF: the payload's execve succeeded
+    }
+    if (ready(idx_status)) {
+      int st;
+      ssize_t got = ::read(fds.status_read.get(), &st, sizeof st);
+      if (got == sizeof st) {
+        wait_status = st;
+        status_known = true;
+        status_seen = Clock::now();
+      }
+      fds.status_read.reset();
     }
     if (ready(idx_ctl)) {
       // One message per fd the sandbox passes (proxy socket, /work); EOF once pid 1 has execve'd.
