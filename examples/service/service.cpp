@@ -3,6 +3,7 @@
 // what was expected (the middle one is refused by the assessor).
 #include <sandboxrun/executor.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -14,6 +15,9 @@ int main(int argc, char** argv) {
     if (argc > 2) options.audit_log = argv[2];
     options.warm = true;  // a sandbox set up ahead for the next run: a fitting run only starts it
     sandboxrun::Executor executor = sandboxrun::Executor::open(options);
+    // Ready to take work once the first sandbox is set up (a real service would report healthy
+    // here); if none comes, runs still go the usual way.
+    executor.wait_warm(executor.config().default_trust, std::chrono::seconds(10));
 
     struct Job {
       const char* code;

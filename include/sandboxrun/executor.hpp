@@ -159,6 +159,14 @@ class Executor {
   // record the run, since no run may go unaudited.
   RunResult run(const RunRequest& request) const;
 
+  // With ExecutorOptions::warm: waits up to `timeout` for the sandbox set up ahead for runs at
+  // `trust` (the default level's after open, then the level of the last run); true once it is
+  // ready, and the next run at that level that fits takes it. False at once when none is on its
+  // way (warm is off, another level's is prepared, or preparing failed: runs then go the usual
+  // way and report what is wrong). For a service that starts taking work once it is ready, and
+  // for benchmarks. Thread-safe.
+  bool wait_warm(Trust trust, std::chrono::milliseconds timeout) const;
+
   const SandboxConfig& config() const;
   const std::filesystem::path& audit_log_path() const;
 

@@ -113,6 +113,9 @@ Executor Executor::open(const ExecutorOptions& options) {
 }
 
 const SandboxConfig& Executor::config() const { return impl_->cfg; }
+bool Executor::wait_warm(Trust trust, std::chrono::milliseconds timeout) const {
+  return impl_->warm_pool && impl_->warm_pool->wait_ready(trust, timeout);
+}
 const std::filesystem::path& Executor::audit_log_path() const { return impl_->audit->path(); }
 
 Assessment Executor::assess(std::string_view source) const { return assess_bytes(source, impl_->security); }

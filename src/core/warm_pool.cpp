@@ -50,6 +50,13 @@ std::optional<WarmSandbox> WarmPool::take(Trust trust) {
   return out;
 }
 
+bool WarmPool::wait_ready(Trust trust, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  auto ready = [&] { return ready_ && ready_->trust == trust; };
+  cv_.wait_for(lock, timeout, [&] { return stop_ || ready() || (wanted_ != trust && making_ != trust); });
+  return ready();
+}
+
 void WarmPool::loop() noexcept {
   std::unique_lock lock(mu_);
   for (;;) {
@@ -61,6 +68,7 @@ void WarmPool::loop() noexcept {
     if (work()) {
       const Trust trust = *wanted_;
       wanted_.reset();  // a failure waits for the next take instead of retrying at once
+      making_ = trust;
       std::optional<WarmSandbox> old = std::exchange(ready_, std::nullopt);
       lock.unlock();
       old.reset();  // another level's: discarded outside the lock
@@ -71,6 +79,7 @@ void WarmPool::loop() noexcept {
         // Nothing prepared: runs go the usual way (which reports whatever is wrong).
       }
       lock.lock();
+      making_.reset();
       if (stop_) {
         lock.unlock();
         made.reset();
@@ -78,6 +87,7 @@ void WarmPool::loop() noexcept {
       }
       if (made) ready_ = std::move(made);
       prepared = true;
+      cv_.notify_all();  // wait_ready
     }
     // Finished runs' remains go right after a preparation: a run asks for one once its payload
     // runs, and then nothing else contends with that run's start. A service between runs drops

@@ -49,6 +49,9 @@ class WarmPool {
   // The sandbox prepared for `trust` when one is ready, else none: the run goes the usual way.
   // Either way the caller asks for the next (want) once its payload runs.
   std::optional<WarmSandbox> take(Trust trust);
+  // Waits until the sandbox for `trust` is ready (true), none is wanted or being made for it,
+  // or `timeout` passes (false).
+  bool wait_ready(Trust trust, std::chrono::milliseconds timeout);
   // What is left of a finished run (LaunchRequest::defer_teardown), dropped on the pool's thread
   // after its next preparation, or kRemainsDelay after it came: reaping its pid 1 and removing
   // its cgroup then delay no run's start. Past kMaxRemains waiting, the caller drops them itself.
@@ -64,6 +67,7 @@ class WarmPool {
   std::condition_variable cv_;
   std::optional<WarmSandbox> ready_;
   std::optional<Trust> wanted_;
+  std::optional<Trust> making_;  // the level being prepared now, outside the lock
   std::vector<std::shared_ptr<void>> remains_;
   std::chrono::steady_clock::time_point remains_due_;
   bool stop_ = false;

@@ -34,10 +34,18 @@ struct Warm : ::testing::Test {
   std::string log = d.path() + "/audit.log";
   std::optional<Executor> ex;
   void SetUp() override { ex.emplace(Executor::open({.config = write_config(d), .audit_log = log, .warm = true})); }
-  // A run that fits, after the sandbox for it has had time to be prepared.
+  // A run, once the sandbox for its level is ready when one is on its way (on a loaded machine
+  // preparing one takes longer than any fixed wait).
   RunResult run_prepared(RunRequest req) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ex->wait_warm(req.trust.value_or(ex->config().default_trust), std::chrono::seconds(60));
     return ex->run(req);
+  }
+  // Processes of this test that are its children, once the count settles at `want` (a finished
+  // run's pid 1 goes on the pool's thread, after the next sandbox is prepared), or after 30 s.
+  static size_t children_settled_at(size_t want) {
+    for (int i = 0; i < 1500 && children_of_this_process() != want; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return children_of_this_process();
   }
 };
 
@@ -64,6 +72,26 @@ TEST_F(Warm, ARunThatFitsRunsInAPreparedSandboxAndBehavesTheSame) {
   EXPECT_NE(again.outcome.stderr_data.find("PermissionError"), std::string::npos) << again.outcome.stderr_data;
 }
 
+// wait_warm: true once the level's sandbox is ready; false without waiting out its timeout when
+// none is on its way (another level's is prepared, or the Executor keeps none).
+TEST_F(Warm, WaitWarmSaysWhenTheLevelsSandboxIsReady) {
+  // Each wait ends when its answer is known: well inside its minute, however slow the machine.
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(ex->wait_warm(Trust::untrusted, std::chrono::seconds(60))) << "the default level's after open";
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30)) << "the sandbox's readiness went unsaid";
+  started = std::chrono::steady_clock::now();
+  EXPECT_FALSE(ex->wait_warm(Trust::trusted, std::chrono::seconds(60)));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30)) << "it waited for a sandbox never wanted";
+  RunRequest trusted;
+  trusted.code = "print(1)\n";
+  trusted.trust = Trust::trusted;
+  EXPECT_FALSE(ex->run(trusted).outcome.prepared);
+  EXPECT_TRUE(ex->wait_warm(Trust::trusted, std::chrono::seconds(60))) << "the last run's level is prepared next";
+  EXPECT_TRUE(ex->run(trusted).outcome.prepared);
+  Executor cold = Executor::open({.config = write_config(d), .audit_log = log});
+  EXPECT_FALSE(cold.wait_warm(Trust::untrusted, std::chrono::seconds(60)));
+}
+
 TEST_F(Warm, RunsThatDoNotFitGoTheUsualWay) {
   RunRequest limited;
   limited.code = "print('limited')\n";
@@ -88,7 +116,7 @@ TEST_F(Warm, ThePayloadStartsOnlyAfterItsRecordsAreWritten) {
   ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
   UniqueFd rd(p[0]), wr(p[1]);
   RunRequest req;
-  req.code = "import time\nprint('started', flush=True)\ntime.sleep(1)\n";
+  req.code = "import time\nprint('started', flush=True)\ntime.sleep(3)\n";
   req.capture = false;
   req.stdout_fd = wr.get();
   std::vector<std::string> seen;
@@ -118,8 +146,7 @@ TEST_F(Warm, ABlockedRunAndTheExecutorsEndLeaveNothing) {
   ok.code = "print(1)\n";
   RunResult r = run_prepared(ok);
   EXPECT_EQ(r.outcome.stdout_data, "1\n") << r.error;
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(children_of_this_process(), 1u) << "one pid 1 waits for the next run";
+  EXPECT_EQ(children_settled_at(1), 1u) << "one pid 1 waits for the next run";
   ex.reset();
   EXPECT_EQ(children_of_this_process(), 0u);
   EXPECT_EQ(cgroups_named("@" + std::to_string(::getpid()) + "."), 0u) << "a prepared sandbox's cgroup outlived the Executor";
@@ -129,7 +156,7 @@ TEST_F(Warm, ABlockedRunAndTheExecutorsEndLeaveNothing) {
 // without waiting for the Executor's end. The same for a run that did not fit.
 TEST_F(Warm, ARunsRemainsGoOnThePoolsThread) {
   auto gone = [](const std::string& run_id) {
-    for (int i = 0; i < 100 && cgroups_named(run_id) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int i = 0; i < 1500 && cgroups_named(run_id) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return cgroups_named(run_id) == 0;
   };
   RunRequest req;
@@ -144,8 +171,7 @@ TEST_F(Warm, ARunsRemainsGoOnThePoolsThread) {
   EXPECT_FALSE(c.outcome.prepared);
   EXPECT_EQ(c.outcome.stdout_data, "x\n") << c.error;
   EXPECT_TRUE(gone(c.run_id)) << "the run's cgroup outlived it";
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(children_of_this_process(), 1u) << "only the next run's pid 1 may be left";
+  EXPECT_EQ(children_settled_at(1), 1u) << "only the next run's pid 1 may be left";
 }
 
 // Runs from several threads share one prepared sandbox at a time: each is taken once, every run
@@ -155,6 +181,7 @@ TEST_F(Warm, ManyThreadsTakeEachPreparedSandboxOnce) {
   std::atomic<int> ok{0}, prepared{0};
   std::vector<std::string> ids[kThreads];
   std::vector<std::thread> threads;
+  ASSERT_TRUE(ex->wait_warm(Trust::untrusted, std::chrono::seconds(60))) << "no sandbox was set up ahead";
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < kRuns; ++i) {

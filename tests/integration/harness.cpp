@@ -240,16 +240,35 @@ Sandboxed run_python(const std::string& script, const std::vector<std::string>& 
   return s;
 }
 
-size_t cgroups_named(const std::string& run_id) {
+namespace {
+// Every hierarchy the host mounts: /sys/fs/cgroup itself (cgroup v2) and each directory in it
+// (v1 controllers, the hybrid's unified).
+std::vector<std::string> cgroup_roots() {
+  std::vector<std::string> roots{"/sys/fs/cgroup"};
+  std::error_code ec;
+  struct stat top{};
+  if (::stat("/sys/fs/cgroup", &top) != 0) return roots;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/fs/cgroup", ec)) {
+    struct stat st{};
+    if (::lstat(e.path().c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev != top.st_dev)
+      roots.push_back(e.path().string());
+  }
+  return roots;
+}
+}  // namespace
+
+size_t cgroups_named(const std::string& run_id, const std::string& parent) {
   size_t n = 0;
-  for (const char* root : {"/sys/fs/cgroup/memory/sandboxrun", "/sys/fs/cgroup/pids/sandboxrun",
-                           "/sys/fs/cgroup/cpu,cpuacct/sandboxrun", "/sys/fs/cgroup/unified/sandboxrun",
-                           "/sys/fs/cgroup/sandboxrun"}) {
+  for (const auto& root : cgroup_roots()) {
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(root, ec))
+    for (const auto& e : std::filesystem::directory_iterator(root + "/" + parent, ec))
       if (e.path().filename().string().find(run_id) != std::string::npos) ++n;
   }
   return n;
+}
+
+void remove_cgroup_parent(const std::string& parent) {
+  for (const auto& root : cgroup_roots()) ::rmdir((root + "/" + parent).c_str());
 }
 
 size_t processes_in_cgroups_named(const std::string& run_id) {

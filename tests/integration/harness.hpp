@@ -71,8 +71,11 @@ std::vector<nlohmann::json> audit_records(const std::string& log);
 std::string write_config(const TempDir& dir, const std::string& sandbox_extra = "",
                          const std::string& security_extra = "", const std::string& src = source_dir());
 
-// Cgroups whose name carries a run id, in any hierarchy the launcher uses.
-size_t cgroups_named(const std::string& run_id);
+// Cgroups whose name carries a run id, in any hierarchy the launcher uses, under `parent` (the
+// config's cgroup.parent).
+size_t cgroups_named(const std::string& run_id, const std::string& parent = "sandboxrun");
+// Removes the (empty) cgroup `parent` from every hierarchy: a test's own cgroup.parent.
+void remove_cgroup_parent(const std::string& parent);
 // The most processes any of the run's cgroups holds (its hierarchies all hold the same ones).
 size_t processes_in_cgroups_named(const std::string& run_id);
 // Processes whose parent is this one (any of its threads): a run's processes must all be gone.

@@ -70,16 +70,22 @@ TEST(IdSlots, ConcurrentSandboxesRunAsDistinctUnownedHostIdsInTheirOwnUserNamesp
   if (::geteuid() != 0) GTEST_SKIP() << "id slots are for root launchers";
   const std::string tag = std::to_string(::getpid());
   sandboxrun::testing::Sandboxed runs[2];
-  std::thread t0([&] { runs[0] = run_python(kSleeper, {"--", "slotA" + tag, "4"}); });
-  std::thread t1([&] { runs[1] = run_python(kSleeper, {"--", "slotB" + tag, "4"}); });
-  const pid_t a = wait_for_payload("slotA" + tag), b = wait_for_payload("slotB" + tag);
-  const long uid_a = a > 0 ? host_uid(a) : -1, uid_b = b > 0 ? host_uid(b) : -1;
-  const std::string ns_a = a > 0 ? userns(a) : "", ns_b = b > 0 ? userns(b) : "";
-  const long owner_a = a > 0 ? userns_owner(a) : -1, owner_b = b > 0 ? userns_owner(b) : -1;
+  // Each payload lives 8 s, so both are alive together however slowly the second one starts;
+  // each is read as soon as it is found.
+  std::thread t0([&] { runs[0] = run_python(kSleeper, {"--", "slotA" + tag, "8"}); });
+  std::thread t1([&] { runs[1] = run_python(kSleeper, {"--", "slotB" + tag, "8"}); });
+  const pid_t a = wait_for_payload("slotA" + tag);
+  const long uid_a = a > 0 ? host_uid(a) : -1, owner_a = a > 0 ? userns_owner(a) : -1;
+  const std::string ns_a = a > 0 ? userns(a) : "";
+  const pid_t b = wait_for_payload("slotB" + tag);
+  const long uid_b = b > 0 ? host_uid(b) : -1, owner_b = b > 0 ? userns_owner(b) : -1;
+  const std::string ns_b = b > 0 ? userns(b) : "";
+  const bool a_alive = a > 0 && ::kill(a, 0) == 0;
   t0.join();
   t1.join();
   ASSERT_GT(a, 0);
   ASSERT_GT(b, 0);
+  ASSERT_TRUE(a_alive) << "the first sandbox ended before the second started: no overlap to test";
   for (long uid : {uid_a, uid_b}) {
     EXPECT_GE(uid, static_cast<long>(kBase)) << "the payload runs as a host account's uid";
     EXPECT_LT(uid, static_cast<long>(kBase + kSize));
@@ -168,12 +174,17 @@ TEST(IdSlots, ALauncherKilledWithSigkillFreesItsSlotAndTheNextRunItsCgroups) {
   TempDir d;
   const std::string script = d.write("sleep.py", kSleeper);
   const std::string marker = "slotK" + std::to_string(::getpid());
+  // A cgroup parent of this test's own: any other run on the host sweeps the stale cgroups under
+  // its parent, so a test running beside this one would remove the killed launcher's first.
+  const std::string parent = "sandboxrun-test-slots-" + std::to_string(::getpid());
+  const std::string config = write_config(d, "cgroup:\n  parent: " + parent + "\n");
   pid_t launcher = ::fork();
   if (launcher == 0) {
     int devnull = ::open("/dev/null", O_RDWR);
     ::dup2(devnull, 1);
     ::dup2(devnull, 2);
-    ::execl(SANDBOXRUN_BIN, SANDBOXRUN_BIN, "--json", script.c_str(), "--", marker.c_str(), "30", nullptr);
+    ::execl(SANDBOXRUN_BIN, SANDBOXRUN_BIN, "--config", config.c_str(), "--json", script.c_str(), "--", marker.c_str(),
+            "30", nullptr);
     ::_exit(127);
   }
   const pid_t payload = wait_for_payload(marker);
@@ -187,21 +198,22 @@ TEST(IdSlots, ALauncherKilledWithSigkillFreesItsSlotAndTheNextRunItsCgroups) {
   ::kill(launcher, SIGKILL);
   ::waitpid(launcher, nullptr, 0);
   bool freed = false;
-  for (int i = 0; i < 100 && !freed; ++i) {
+  for (int i = 0; i < 1500 && !freed; ++i) {
     freed = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
     if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ::close(fd);
   EXPECT_TRUE(freed) << "the killed launcher's slot " << lock << " stayed claimed";
-  for (int i = 0; i < 100 && find_payload(marker) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 1500 && find_payload(marker) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_LT(find_payload(marker), 0) << "the payload outlived its killed launcher";
   // Nothing removed the killed launcher's cgroups (a run's is named RUN_ID@PID.START after the
   // launcher that made it); the next launcher's sweep does.
   const std::string owner = "@" + std::to_string(launcher) + ".";
-  EXPECT_GT(sandboxrun::testing::cgroups_named(owner), 0u) << "no run cgroup of the killed launcher " << launcher;
-  auto next = run_python("print('next')\n");
+  EXPECT_GT(sandboxrun::testing::cgroups_named(owner, parent), 0u) << "no run cgroup of the killed launcher " << launcher;
+  auto next = run_python("print('next')\n", {"--config", config});
   EXPECT_EQ(next.stdout_text(), "next\n") << next.exec.err;
-  EXPECT_EQ(sandboxrun::testing::cgroups_named(owner), 0u) << "the killed launcher's cgroups were not swept";
+  EXPECT_EQ(sandboxrun::testing::cgroups_named(owner, parent), 0u) << "the killed launcher's cgroups were not swept";
+  sandboxrun::testing::remove_cgroup_parent(parent);
 }
 
 }  // namespace

@@ -259,7 +259,7 @@ TEST(Jobs, OutputsSurviveATimeout) {
   TempDir d;
   std::string out = d.path() + "/out";
   auto j = run_job(d, "import time\nopen('partial.txt', 'w').write('half way')\ntime.sleep(60)\n",
-                   {"--timeout", "1", "--output", out});
+                   {"--timeout", "3", "--output", out});
   EXPECT_EQ(j.exec.exit_code, 124) << j.exec.err;
   EXPECT_EQ(j.result["status"], "timeout");
   EXPECT_EQ(read_text(out + "/partial.txt"), "half way");

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include "harness.hpp"
@@ -142,18 +141,9 @@ TEST(Lifecycle, UsageErrorsAreExit2) {
 
 TEST(Lifecycle, NothingIsLeftBehind) {
   std::string mounts_before = sandboxrun::testing::read_text("/proc/self/mountinfo");
-  // Other tests run in parallel and use /tmp: the launcher's temp files go to a private
-  // TMPDIR (Bandit is on for one run so there is a temp copy to clean up), and in /tmp only
-  // names with the launcher's prefix count (sandboxrun-test-* are the harness's).
-  auto launcher_entries = [] {
-    std::set<std::string> names;
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/tmp", ec))
-      if (std::string n = e.path().filename().string(); n.rfind("sandboxrun-", 0) == 0 && n.rfind("sandboxrun-test-", 0) != 0)
-        names.insert(e.path().string());
-    return names;
-  };
-  auto before = launcher_entries();
+  // The launcher's temp files go to a private TMPDIR (Bandit is on for one run so there is a
+  // temp copy to clean up). Not /tmp: other tests running beside this one (Bandit's, the Python
+  // package's) come and go there; scripts/test.sh checks /tmp once the whole suite is done.
   TempDir d;
   std::string tmp = d.path() + "/tmp";
   std::filesystem::create_directory(tmp);
@@ -176,7 +166,6 @@ TEST(Lifecycle, NothingIsLeftBehind) {
     EXPECT_EQ(sandboxrun::testing::cgroups_named(id), 0u) << "cgroup of run " << id << " survived";
   }
   for (const auto& e : std::filesystem::directory_iterator(tmp)) ADD_FAILURE() << "left behind: " << e.path();
-  for (const auto& name : launcher_entries()) EXPECT_TRUE(before.count(name)) << "left behind: " << name;
 }
 
 TEST(Lifecycle, KillingTheLauncherKillsTheSandbox) {
@@ -192,11 +181,11 @@ TEST(Lifecycle, KillingTheLauncherKillsTheSandbox) {
     execl(SANDBOXRUN_BIN, SANDBOXRUN_BIN, file.c_str(), nullptr);
     _exit(99);
   }
-  for (int i = 0; i < 100 && processes_with(marker) == 0; ++i) usleep(50000);
+  for (int i = 0; i < 600 && processes_with(marker) == 0; ++i) usleep(50000);
   ASSERT_GT(processes_with(marker), 0) << "the payload never started";
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
-  for (int i = 0; i < 100 && processes_with(marker) > 0; ++i) usleep(20000);
+  for (int i = 0; i < 1500 && processes_with(marker) > 0; ++i) usleep(20000);
   EXPECT_EQ(processes_with(marker), 0);
 }
 
