@@ -90,7 +90,8 @@ const char* to_string(RunStatus s);
 // Where the launcher's time went, for `--json` (timings_ms) and the benchmark. Zero when a
 // phase did not happen (e.g. setup failed before the payload's execve).
 struct LaunchTimings {
-  std::chrono::microseconds cgroup{0};    // create the run's cgroup(s) and apply limits
+  std::chrono::microseconds cgroup{0};    // create the run's cgroup(s) and apply limits (0 in a
+                                          // sandbox prepared ahead: made before the run)
   std::chrono::microseconds spawn{0};     // clone (all namespaces) -> placement, mounts,
                                           // pivot_root, credentials, seccomp -> payload execve
   std::chrono::microseconds run{0};       // payload execve -> pid 1 gone

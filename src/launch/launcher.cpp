@@ -433,8 +433,10 @@ RunOutcome PreparedSandbox::run(const LaunchRequest& req) {
     throw Error("the run does not fit the sandbox prepared for it (settings, inputs, stdin or script size)",
                 "report this as a bug");
   st.used = true;
-  // Its spawn is what the run waited for: from the release to the payload's execve.
+  // Its spawn is what the run waited for: from the release to the payload's execve. Its cgroup
+  // was made ahead, so the run did not wait for that.
   st.started = std::chrono::steady_clock::now();
+  st.out.timings.cgroup = {};
   st.out.prepared = true;
   return finish(s_, req);
 }

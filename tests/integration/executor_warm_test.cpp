@@ -58,6 +58,8 @@ TEST_F(Warm, ARunThatFitsRunsInAPreparedSandboxAndBehavesTheSame) {
   req.trust = Trust::untrusted;
   RunResult r = run_prepared(req);
   EXPECT_TRUE(r.outcome.prepared) << "the run did not use the sandbox set up ahead";
+  EXPECT_EQ(r.outcome.timings.cgroup.count(), 0) << "its cgroup was made before the run, not on its path";
+  EXPECT_GT(r.outcome.timings.spawn.count(), 0);
   EXPECT_EQ(r.status, RunStatus::exited) << r.error << r.outcome.stderr_data;
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.outcome.stdout_data, "['a', 'b c'] hi /work\n");
@@ -98,6 +100,7 @@ TEST_F(Warm, RunsThatDoNotFitGoTheUsualWay) {
   limited.limits.timeout_s = 5;  // a limit of its own: another sandbox than the one prepared
   RunResult r = run_prepared(limited);
   EXPECT_FALSE(r.outcome.prepared);
+  EXPECT_GT(r.outcome.timings.cgroup.count(), 0) << "a run's own cgroup is timed";
   EXPECT_EQ(r.outcome.stdout_data, "limited\n") << r.error;
   RunRequest other;
   other.code = "print('trusted')\n";
