@@ -16,6 +16,7 @@
 
 using sandboxrun::testing::cgroups_named;
 using sandboxrun::testing::children_of_this_process;
+using sandboxrun::testing::eventually;
 using sandboxrun::testing::TempDir;
 using sandboxrun::testing::write_config;
 
@@ -43,8 +44,7 @@ struct Warm : ::testing::Test {
   // Processes of this test that are its children, once the count settles at `want` (a finished
   // run's pid 1 goes on the pool's thread, after the next sandbox is prepared), or after 30 s.
   static size_t children_settled_at(size_t want) {
-    for (int i = 0; i < 1500 && children_of_this_process() != want; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    eventually([&] { return children_of_this_process() == want; });
     return children_of_this_process();
   }
 };
@@ -158,10 +158,7 @@ TEST_F(Warm, ABlockedRunAndTheExecutorsEndLeaveNothing) {
 // A run returns once its result is in; its pid 1 and cgroup go soon after on the pool's thread,
 // without waiting for the Executor's end. The same for a run that did not fit.
 TEST_F(Warm, ARunsRemainsGoOnThePoolsThread) {
-  auto gone = [](const std::string& run_id) {
-    for (int i = 0; i < 1500 && cgroups_named(run_id) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    return cgroups_named(run_id) == 0;
-  };
+  auto gone = [](const std::string& run_id) { return eventually([&] { return cgroups_named(run_id) == 0; }); };
   RunRequest req;
   req.code = "print('x')\n";
   RunResult r = run_prepared(req);

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace sandboxrun::testing {
 
@@ -267,16 +268,24 @@ size_t cgroups_named(const std::string& run_id, const std::string& parent) {
   return n;
 }
 
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 void remove_cgroup_parent(const std::string& parent) {
   for (const auto& root : cgroup_roots()) ::rmdir((root + "/" + parent).c_str());
 }
 
 size_t processes_in_cgroups_named(const std::string& run_id) {
   size_t most = 0;
-  for (const char* root : {"/sys/fs/cgroup/memory/sandboxrun", "/sys/fs/cgroup/pids/sandboxrun",
-                           "/sys/fs/cgroup/sandboxrun"}) {
+  for (const auto& root : cgroup_roots()) {
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(root, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(root + "/sandboxrun", ec)) {
       if (e.path().filename().string().find(run_id) == std::string::npos) continue;
       std::ifstream in(e.path() / "cgroup.procs");
       size_t n = 0;

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,9 @@ std::string write_config(const TempDir& dir, const std::string& sandbox_extra = 
 // Cgroups whose name carries a run id, in any hierarchy the launcher uses, under `parent` (the
 // config's cgroup.parent).
 size_t cgroups_named(const std::string& run_id, const std::string& parent = "sandboxrun");
+// Whether `done` holds within `within`, asked every 20 ms (at once when it already does): for
+// what the sandbox finishes on its own time (a pid 1 reaped, a cgroup removed).
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds within = std::chrono::seconds(30));
 // Removes the (empty) cgroup `parent` from every hierarchy: a test's own cgroup.parent.
 void remove_cgroup_parent(const std::string& parent);
 // The most processes any of the run's cgroups holds (its hierarchies all hold the same ones).

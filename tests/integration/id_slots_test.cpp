@@ -197,15 +197,11 @@ TEST(IdSlots, ALauncherKilledWithSigkillFreesItsSlotAndTheNextRunItsCgroups) {
   EXPECT_NE(::flock(fd, LOCK_EX | LOCK_NB), 0) << "the slot of a live run is not held";
   ::kill(launcher, SIGKILL);
   ::waitpid(launcher, nullptr, 0);
-  bool freed = false;
-  for (int i = 0; i < 1500 && !freed; ++i) {
-    freed = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-    if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const bool freed = sandboxrun::testing::eventually([&] { return ::flock(fd, LOCK_EX | LOCK_NB) == 0; });
   ::close(fd);
   EXPECT_TRUE(freed) << "the killed launcher's slot " << lock << " stayed claimed";
-  for (int i = 0; i < 1500 && find_payload(marker) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_LT(find_payload(marker), 0) << "the payload outlived its killed launcher";
+  EXPECT_TRUE(sandboxrun::testing::eventually([&] { return find_payload(marker) < 0; }))
+      << "the payload outlived its killed launcher";
   // Nothing removed the killed launcher's cgroups (a run's is named RUN_ID@PID.START after the
   // launcher that made it); the next launcher's sweep does.
   const std::string owner = "@" + std::to_string(launcher) + ".";
