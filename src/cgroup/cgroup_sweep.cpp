@@ -3,8 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
-
 
 #include <cerrno>
 #include <cstring>
@@ -128,6 +128,11 @@ std::optional<Owner> parse_run_dir_name(std::string_view name) noexcept {
 size_t sweep_stale(const std::vector<SweepParent>& parents, std::vector<std::string>* warnings) noexcept {
   size_t removed = 0;
   for (const auto& parent : parents) {
+    // A cgroup directory's link count is 2 + its child cgroups (kernfs keeps it): at 2 there is
+    // nothing to sweep, and one stat replaces listing every control file of the parent (a
+    // single run's start swept six hierarchies that way, ~0.07 ms).
+    struct stat st {};
+    if (::stat(parent.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_nlink == 2) continue;
     std::vector<std::string> stale;
     DIR* d = ::opendir(parent.path.c_str());
     if (!d) continue;

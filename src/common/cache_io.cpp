@@ -106,13 +106,15 @@ UniqueFd open_dir(const std::filesystem::path& dir, std::string& why) {
   // the limits and the network of every run: where it is kept must be as trusted as the file.
   UniqueFd fd;
   try {
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) {
+    try {
+      fd = open_trusted_dir(dir);
+    } catch (const Error& e) {
+      if (e.sys_errno() != ENOENT) throw;
       // Only the last two levels are created (~/.cache/sandboxrun); both private to the user.
       ::mkdir(dir.parent_path().c_str(), 0700);
       ::mkdir(dir.c_str(), 0700);
+      fd = open_trusted_dir(dir);
     }
-    fd = open_trusted_dir(dir);
   } catch (const Error& e) {
     why = e.describe();
     return UniqueFd();

@@ -42,6 +42,37 @@ int open_component(int dirfd, const char* name, int flags) {
 }
 
 // StrictModes: who besides root and the caller (`me`) could change what this directory holds?
+bool trusted(const struct stat& st, uid_t me) {
+  const bool group_writable = (st.st_mode & S_IWGRP) != 0 && st.st_gid != 0;
+  return (st.st_uid == 0 || st.st_uid == me) &&
+         (!(group_writable || (st.st_mode & S_IWOTH) != 0) || (st.st_mode & S_ISVTX) != 0);
+}
+
+// The same answer as the walk in open_trusted_dir, in fewer system calls (a run opens ~7 such
+// directories, and the walk cost 3 calls a component): the whole path in one openat2 that
+// follows no symlink anywhere, then the directory and each one above it checked where it is
+// now, through "..", "../.." up to "/". Invalid on any doubt (something missing, a symlink, a
+// directory that fails the check, the path moved meanwhile): the walk then creates what is
+// missing or names what is wrong.
+UniqueFd open_trusted_fast(const fs::path& abs, size_t depth, uid_t me) {
+  open_how how{};
+  how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd;
+  while ((fd = ::syscall(SYS_openat2, AT_FDCWD, abs.c_str(), &how, sizeof how)) < 0 && errno == EAGAIN) {}
+  if (fd < 0) return UniqueFd();
+  UniqueFd dir(static_cast<int>(fd));
+  struct stat st {}, root {};
+  if (::stat("/", &root) != 0 || ::fstat(dir.get(), &st) != 0 || !trusted(st, me)) return UniqueFd();
+  std::string up;
+  for (size_t i = 0; i < depth; ++i) {
+    up += i ? "/.." : "..";
+    if (::fstatat(dir.get(), up.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !trusted(st, me)) return UniqueFd();
+  }
+  if (st.st_dev != root.st_dev || st.st_ino != root.st_ino) return UniqueFd();
+  return dir;
+}
+
 void check_dir(int fd, const fs::path& shown, uid_t me) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw_errno("cannot stat directory " + shown.string());
@@ -65,6 +96,8 @@ UniqueFd open_trusted_dir(const fs::path& dir, bool create, mode_t mode) {
   std::vector<std::string> parts;
   for (const auto& c : abs.relative_path())
     if (!c.empty()) parts.push_back(c.string());
+  if (!parts.empty())
+    if (UniqueFd fast = open_trusted_fast(abs, parts.size(), me)) return fast;
   // O_PATH is enough to walk; the directory itself is opened for reading (callers fsync and
   // list directories), which a walk of ~4 components a cache load or audit write makes often.
   UniqueFd cur(::open("/", (parts.empty() ? O_RDONLY : O_PATH) | O_DIRECTORY | O_CLOEXEC));

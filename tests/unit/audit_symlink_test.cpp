@@ -89,6 +89,28 @@ TEST_F(AuditSymlinks, SymlinkedDirectoryOnThePathIsRefused) {
                  (tmp_ / "link").string() + " is a symlink; refusing to follow it");
 }
 
+// The same checks for every directory above the last one (open_trusted_dir answers most opens
+// with one openat2 and a stat of each directory above: that path must refuse what the walk does).
+TEST_F(AuditSymlinks, DirectoriesAboveTheLastAreCheckedToo) {
+  const fs::path group = tmp_ / "group-above", theirs = tmp_ / "theirs-above";
+  for (const auto& d : {group, theirs}) fs::create_directories(d / "inner" / "deeper");
+  ASSERT_EQ(::chown(group.c_str(), 0, 100), 0);
+  ::chmod(group.c_str(), 0775);
+  ASSERT_EQ(::chown(theirs.c_str(), kNobody, kNobody), 0);
+  expect_refused([&] { AuditLog::open(cfg_, group / "inner" / "deeper" / "a.log"); },
+                 "directory " + group.string() + " is writable by group 100 (mode 0775) and not sticky");
+  expect_refused([&] { AuditLog::open(cfg_, theirs / "inner" / "deeper" / "a.log"); },
+                 "directory " + theirs.string() + " is owned by uid 65534, not by root or you");
+  const fs::path target = tmp_ / "target";
+  fs::create_directories(target / "inner");
+  fs::create_directory_symlink(target, tmp_ / "link-above");
+  expect_refused([&] { sandboxrun::open_trusted_dir(tmp_ / "link-above" / "inner"); },
+                 (tmp_ / "link-above").string() + " is a symlink; refusing to follow it");
+  // A sticky, world-writable directory above (as /tmp) is allowed, as it is last.
+  fs::create_directories(dir_ / "mine" / "inner");
+  EXPECT_TRUE(sandboxrun::open_trusted_dir(dir_ / "mine" / "inner"));
+}
+
 TEST_F(AuditSymlinks, PlantedLockFile) {
   fs::create_symlink(victim_, dir_ / "a.log.lock");
   expect_refused([&] { AuditLog::open(cfg_, dir_ / "a.log"); },
