@@ -39,11 +39,9 @@ pid_t find_payload(const std::string& marker) {
 }
 
 pid_t wait_for_payload(const std::string& marker) {
-  for (int i = 0; i < 300; ++i) {
-    if (pid_t p = find_payload(marker); p > 0) return p;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return -1;
+  pid_t found = -1;
+  sandboxrun::testing::eventually([&] { return (found = find_payload(marker)) > 0; });
+  return found;
 }
 
 // The real uid of a host process, from /proc/PID/status ("Uid:\treal\teffective\t...").
