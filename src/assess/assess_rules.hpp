@@ -3,6 +3,7 @@
 // rules (all_of tags) express intent such as "socket + dup2 + shell = reverse shell".
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -16,9 +17,12 @@
 
 #include "assess/name_hash.hpp"
 #include "assess/regex_prefilter.hpp"
+#include "common/cache_io.hpp"
 #include "sandboxrun/assess_analyzer.hpp"
 
 namespace sandboxrun::assess {
+
+using cache::Packed;
 
 enum class Severity : uint8_t { info, low, medium, high, critical };
 const char* to_string(Severity s) noexcept;
@@ -131,7 +135,8 @@ struct Glob {
 // strings are views of, and the rules decoded from it with their lists in three arrays sized
 // once. A cached load maps the compiled form and decodes it in place: building a std::string
 // and a vector for each of ~3,000 strings and ~1,600 lists, then freeing them all at exit, was
-// most of a cached load (and 80 of a 1,000-line `assess`'s ~240 page faults).
+// most of a cached load (and 80 of a 1,000-line `assess`'s ~240 page faults). The index (by
+// name, by kind) is part of the compiled form too, and is used where it lies.
 class RuleSet {
  public:
   // The index refers to the rules' own strings: a copy would refer to the original's.
@@ -164,41 +169,47 @@ class RuleSet {
   Strs actuators() const noexcept { return actuators_; }
 
   using NameHash = assess::NameHash;
-  // Rule indexes by fact, built once at load.
+  // Rule indexes by fact. The compiled form carries the index as built when the rules were
+  // compiled, and its arrays are read there in place: building it at every load was half of
+  // decoding cached rules (~0.14 ms of a start, and ~70 KB of fresh memory to fault in).
   struct Index {
-    // call + reference names without '*': views of the rules' own names, each to its run of
-    // rule indexes in exact_rules (one allocation per name instead of three: the index was
-    // half of the loaded rules' memory, and faulting that memory in most of a cached load).
-    // An open-addressed table (at most half full) rather than a node per name: building the
-    // nodes was half of decoding cached rules.
+    // A name without '*' of the call and reference rules, and its run of rule indexes in
+    // exact_rules. The table is open-addressed (at most three quarters full, a power of two
+    // long); a free slot has name_size 0 (rule names are never empty).
     struct Run {
-      std::string_view name;  // empty: a free slot (rule names are never empty)
+      uint32_t name_at = 0, name_size = 0;  // the name's bytes in the compiled form
       uint32_t first = 0, count = 0;
     };
-    std::vector<Run> exact;  // a power of two long
-    std::vector<size_t> exact_rules;
-    const Run* find_exact(std::string_view name) const noexcept;
-    // The slot that holds `name`, or the free slot where it would go.
-    size_t exact_slot(std::string_view name) const noexcept;
+    // The first two bytes of a string rule's `contains` needle, and that rule's position in
+    // `strings`: sorted by pair.
+    struct Pair {
+      uint32_t pair = 0, position = 0;
+    };
+    const char* base = nullptr;  // the compiled form, which every name_at is relative to
+    Packed<Run> exact;
+    Packed<uint32_t> exact_rules;
+    std::optional<Run> find_exact(std::string_view name) const noexcept;
     // Globs by the first segment of their literal prefix ("ctypes" for ctypes.*.mount); those
     // starting with '*' under "". A name only meets the globs of its own first segment.
     std::unordered_map<std::string_view, std::vector<Glob>, NameHash, std::equal_to<>> call_globs, reference_globs;
-    std::vector<size_t> imports, strings, combos;
-    std::vector<std::vector<size_t>> detectors;  // by Detector
-    // The first two bytes of every `contains` needle of the string rules: a bit per byte pair
-    // for a quick reject, and the pairs sorted with the position in `strings` of their rule. A
-    // literal can only contain a needle whose first pair it contains, so a string rule none of
-    // whose pairs occur in it is skipped without searching (every literal met all 36 rules).
-    std::vector<uint64_t> string_pair_bits;                  // 65,536 bits; empty: no string rules
-    std::vector<uint64_t> string_unfiltered;                 // a bit per string rule with a 1-byte needle
-    std::vector<std::pair<uint16_t, uint32_t>> string_pairs;  // sorted (pair, position in strings)
+    Packed<uint32_t> imports, strings, combos;
+    std::array<Packed<uint32_t>, static_cast<size_t>(Detector::count_)> detectors;
+    // A bit per byte pair (65,536, in 32-bit words) that starts some string rule's needle, for a
+    // quick reject: a literal can only contain a needle whose first pair it contains, so a
+    // string rule none of whose pairs occur in it is skipped without searching. Empty: no
+    // string rules.
+    Packed<uint32_t> string_pair_bits;
+    Packed<uint32_t> string_unfiltered;  // a bit per string rule with a 1-byte needle
+    Packed<Pair> string_pairs;
   };
   const Index& index() const noexcept { return index_; }
 
  private:
   // The compiled form of `specs` (rules_cache.cpp).
   static std::string encode(const std::vector<RuleSpec>& specs, const std::vector<std::string>& actuators);
-  void build_index();
+  // Reads the index section that encode() appended after the rules; false when it is not a
+  // complete, consistent index of these rules.
+  bool read_index(cache::Reader& in);
 
   std::shared_ptr<const void> owner_;  // keeps bytes_ alive
   std::string_view bytes_;

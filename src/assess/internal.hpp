@@ -143,7 +143,7 @@ class RuleEngine final : public EventSink {
   using Memo = std::unordered_map<std::string, std::vector<size_t>, RuleSet::NameHash, std::equal_to<>>;
   Memo call_candidates_, reference_candidates_;  // cleared when star_modules_ changes
   std::vector<Finding> findings_;
-  std::vector<uint64_t> string_hits_;  // on_string's scratch: a bit per string rule
+  std::vector<uint32_t> string_hits_;  // on_string's scratch: a bit per string rule
   // String-rule matches, held until finish() knows whether the file can act on a string.
   struct Latent {
     size_t rule;

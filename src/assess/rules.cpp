@@ -18,8 +18,9 @@ constexpr size_t kStep = 3072;
 uint16_t byte_pair(const char* p) noexcept {
   return static_cast<uint16_t>(static_cast<unsigned char>(p[0]) << 8 | static_cast<unsigned char>(p[1]));
 }
-void set_bit(std::vector<uint64_t>& bits, size_t i) noexcept { bits[i / 64] |= uint64_t{1} << (i % 64); }
-bool test_bit(const std::vector<uint64_t>& bits, size_t i) noexcept { return (bits[i / 64] >> (i % 64) & 1) != 0; }
+void set_bit(std::vector<uint32_t>& bits, size_t i) noexcept { bits[i / 32] |= uint32_t{1} << (i % 32); }
+bool test_bit(const Packed<uint32_t>& bits, size_t i) noexcept { return (bits[i / 32] >> (i % 32) & 1) != 0; }
+bool test_bit(const std::vector<uint32_t>& bits, size_t i) noexcept { return (bits[i / 32] >> (i % 32) & 1) != 0; }
 
 bool contains_any(std::string_view text, Strs needles) {
   for (const auto& n : needles)
@@ -145,84 +146,15 @@ Pattern Pattern::deferred(std::string text, RegexPrefilter filter) {
   return p;
 }
 
-void RuleSet::build_index() {
-  RuleSet& set = *this;
-  Index& ix = set.index_;
-  ix.detectors.resize(static_cast<size_t>(Detector::count_));
-  size_t names = 0;  // sized once: rehashing while ~1,500 names go in was half of building it
-  for (const Rule& r : set.rules_) names += r.names.size();
-  // At most three quarters full: half full doubled the table (24 bytes a slot), and faulting in
-  // its fresh pages was a fifth of decoding the cached rules.
-  size_t slots = 16;
-  while (slots * 3 < names * 4) slots *= 2;
-  ix.exact.assign(slots, {});
-  std::vector<std::pair<uint32_t, size_t>> exact_names;  // (slot, rule) in rule order
-  exact_names.reserve(names);
-  for (size_t k = 0; k < set.rules_.size(); ++k) {
-    const Rule& r = set.rules_[k];
-    switch (r.type) {
-      case Rule::Type::call:
-      case Rule::Type::reference:
-        for (const auto& n : r.names) {
-          if (n.find('*') != std::string::npos) {
-            const std::string_view head = std::string_view(n).substr(0, n.find_first_of(".*"));
-            const std::string_view key = n[head.size()] == '.' ? head : std::string_view();  // "*.run", "os*" under ""
-            (r.type == Rule::Type::call ? ix.call_globs : ix.reference_globs)[key].emplace_back(n, k);
-          } else {
-            const size_t h = ix.exact_slot(n);
-            ix.exact[h].name = n;
-            ++ix.exact[h].count;
-            exact_names.emplace_back(static_cast<uint32_t>(h), k);
-          }
-        }
-        break;
-      case Rule::Type::import: ix.imports.push_back(k); break;
-      case Rule::Type::string: ix.strings.push_back(k); break;
-      case Rule::Type::detector: ix.detectors[static_cast<size_t>(r.detector)].push_back(k); break;
-      case Rule::Type::combo: ix.combos.push_back(k); break;
-    }
-  }
-  // Byte pairs of the string rules' needles; a rule with a one-byte needle is always searched.
-  if (!ix.strings.empty()) {
-    ix.string_pair_bits.assign(65536 / 64, 0);
-    ix.string_unfiltered.assign((ix.strings.size() + 63) / 64, 0);
-    for (uint32_t i = 0; i < ix.strings.size(); ++i)
-      for (const auto& n : set.rules_[ix.strings[i]].contains) {
-        if (n.size() < 2) {
-          set_bit(ix.string_unfiltered, i);
-          continue;
-        }
-        set_bit(ix.string_pair_bits, byte_pair(n.data()));
-        ix.string_pairs.emplace_back(byte_pair(n.data()), i);
-      }
-    std::sort(ix.string_pairs.begin(), ix.string_pairs.end());
-    ix.string_pairs.erase(std::unique(ix.string_pairs.begin(), ix.string_pairs.end()), ix.string_pairs.end());
-  }
-  // Each name's run of rule indexes, in rule order.
-  uint32_t at = 0;
-  for (Index::Run& run : ix.exact) {
-    run.first = at;
-    at += run.count;
-    run.count = 0;
-  }
-  ix.exact_rules.resize(at);
-  for (const auto& [slot, k] : exact_names) {
-    Index::Run& run = ix.exact[slot];
-    ix.exact_rules[run.first + run.count++] = k;
-  }
-}
-
-size_t RuleSet::Index::exact_slot(std::string_view name) const noexcept {
+std::optional<RuleSet::Index::Run> RuleSet::Index::find_exact(std::string_view name) const noexcept {
+  if (exact.empty() || name.empty()) return std::nullopt;
+  // read_index checked that the table has a free slot, so every probe ends.
   const size_t mask = exact.size() - 1;
-  size_t h = NameHash{}(name) & mask;
-  while (!exact[h].name.empty() && exact[h].name != name) h = (h + 1) & mask;
-  return h;
-}
-
-const RuleSet::Index::Run* RuleSet::Index::find_exact(std::string_view name) const noexcept {
-  if (exact.empty() || name.empty()) return nullptr;
-  const Run& run = exact[exact_slot(name)];
-  return run.name.empty() ? nullptr : &run;
+  for (size_t h = NameHash{}(name) & mask;; h = (h + 1) & mask) {
+    const Run run = exact[h];
+    if (run.name_size == 0) return std::nullopt;
+    if (std::string_view(base + run.name_at, run.name_size) == name) return run;
+  }
 }
 
 // ---- engine ---------------------------------------------------------------------------------
@@ -300,7 +232,7 @@ template <class Fn>
 void RuleEngine::lookup(std::string_view name, bool calls, Fn&& fn) {
   const auto& ix = rules_.index();
   auto exact = [&](std::string_view n) {
-    if (const RuleSet::Index::Run* run = ix.find_exact(n))
+    if (const std::optional<RuleSet::Index::Run> run = ix.find_exact(n))
       for (uint32_t i = 0; i < run->count; ++i) fn(ix.exact_rules[run->first + i]);
   };
   exact(name);
@@ -321,7 +253,7 @@ void RuleEngine::lookup(std::string_view name, bool calls, Fn&& fn) {
 }
 
 void RuleEngine::on_import(std::string_view module, uint32_t line) {
-  for (size_t k : rules_.index().imports) {
+  for (const uint32_t k : rules_.index().imports) {
     for (const auto& p : rules_.rules()[k].names) {
       const bool hit = p.find('*') != std::string::npos
                            ? glob_match(p, module)
@@ -367,12 +299,19 @@ void RuleEngine::on_string(std::string_view value, uint32_t line) {
   const RuleSet::Index& ix = rules_.index();
   if (ix.strings.empty()) return;
   // Which rules have a needle whose first byte pair occurs in the literal.
-  string_hits_ = ix.string_unfiltered;
+  string_hits_.assign(ix.string_unfiltered.begin(), ix.string_unfiltered.end());
   for (size_t p = 0; p + 1 < value.size(); ++p) {
     const uint16_t pair = byte_pair(value.data() + p);
     if (!test_bit(ix.string_pair_bits, pair)) continue;
-    auto it = std::lower_bound(ix.string_pairs.begin(), ix.string_pairs.end(), std::pair<uint16_t, uint32_t>{pair, 0});
-    for (; it != ix.string_pairs.end() && it->first == pair; ++it) set_bit(string_hits_, it->second);
+    // The first entry of `pair` in the sorted pairs, then its run.
+    size_t lo = 0, hi = ix.string_pairs.size();
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (ix.string_pairs[mid].pair < pair) lo = mid + 1;
+      else hi = mid;
+    }
+    for (; lo < ix.string_pairs.size() && ix.string_pairs[lo].pair == pair; ++lo)
+      set_bit(string_hits_, ix.string_pairs[lo].position);
   }
   for (uint32_t i = 0; i < ix.strings.size(); ++i) {
     const size_t k = ix.strings[i];
@@ -384,7 +323,7 @@ void RuleEngine::on_string(std::string_view value, uint32_t line) {
 }
 
 void RuleEngine::on_detector(Detector d, uint32_t line, std::string_view detail) {
-  for (size_t k : rules_.index().detectors[static_cast<size_t>(d)]) fire(k, line, readable(detail));
+  for (const uint32_t k : rules_.index().detectors[static_cast<size_t>(d)]) fire(k, line, readable(detail));
 }
 
 void RuleEngine::on_star_import(std::string_view module) {
@@ -441,7 +380,7 @@ void RuleEngine::finish(std::vector<Finding>& findings, int& score) {
     report(l.rule, l.line, l.detail, own.empty() ? can_act : any_set(own));
   }
   latent_.clear();
-  for (size_t k : rules_.index().combos) {
+  for (const uint32_t k : rules_.index().combos) {
     const Rule& r = rules_.rules()[k];
     uint32_t line = 0;
     std::string evidence;

