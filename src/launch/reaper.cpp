@@ -86,10 +86,10 @@ struct PayloadStart {
 };
 
 [[noreturn]] void exec_payload(const ChildPlan& plan, const Release& rel) {
+  // Dispositions are pid 1's, all defaults (child_main), copied at the clone.
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   if (::dup2(plan.stdin_fd, 0) < 0 || ::dup2(plan.stdout_write, 1) < 0 || ::dup2(plan.stderr_write, 2) < 0) {
     report_error(plan, "redirect stdio", errno, "dup2");
     ::_exit(125);
@@ -134,6 +134,11 @@ int payload_main(void* arg) {
 void child_main(const ChildPlan& plan) {
   // Die with the launcher; pid 1 dying takes the whole sandbox with it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Every signal back to its default before any is unblocked: a handler of the launcher's
+  // process must never run here, and one ignored there (SIG_IGN survives execve) must not reach
+  // the program. Done here, while the launcher syncs run_start, and not in the payload after the
+  // launcher's word: that was 62 system calls on the way to the program.
+  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);

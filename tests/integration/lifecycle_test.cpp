@@ -77,6 +77,23 @@ TEST(Lifecycle, TimeoutKillsAPayloadThatIgnoresSignals) {
   EXPECT_LT(secs, 10);
 }
 
+// Signals ignored by whoever started sandboxrun (nohup, a shell's background job, a service)
+// are ignored across execve: the program must still start with every disposition at its default.
+TEST(Lifecycle, SignalsIgnoredByTheCallerAreDefaultsInside) {
+  const int ignored[] = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGTERM, SIGPIPE};
+  for (int s : ignored) ::signal(s, SIG_IGN);
+  auto r = run_python("import signal\n"
+                      "for s in ('SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGTERM'):\n"
+                      "    print(s, signal.getsignal(getattr(signal, s)) == signal.SIG_DFL)\n"
+                      "print('SIGINT', signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+                      "ign = int([l for l in open('/proc/self/status') if l.startswith('SigIgn:')][0].split()[1], 16)\n"
+                      "print('ignored', [n for n in range(1, 65) if ign >> (n - 1) & 1])\n");
+  for (int s : ignored) ::signal(s, SIG_DFL);
+  ASSERT_EQ(r.result.value("status", ""), "exited") << r.exec.err;
+  // python3 itself ignores SIGPIPE (13) and SIGXFSZ (25) at start; nothing else may be.
+  EXPECT_EQ(r.stdout_text(), "SIGHUP True\nSIGQUIT True\nSIGUSR1 True\nSIGTERM True\nSIGINT True\nignored [13, 25]\n");
+}
+
 TEST(Lifecycle, TimeoutKillsAStoppedPayload) {
   auto r = run_python("import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\n", {"--timeout", "1"});
   EXPECT_EQ(r.exec.exit_code, 124);
