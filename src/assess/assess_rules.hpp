@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <compare>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -184,7 +185,12 @@ class RuleSet {
     // `strings`: sorted by pair.
     struct Pair {
       uint32_t pair = 0, position = 0;
+      auto operator<=>(const Pair&) const = default;
     };
+    // The string filter's key: the first two bytes at `p` (of a needle, or of a literal).
+    static uint16_t byte_pair(const char* p) noexcept {
+      return static_cast<uint16_t>(static_cast<unsigned char>(p[0]) << 8 | static_cast<unsigned char>(p[1]));
+    }
     const char* base = nullptr;  // the compiled form, which every name_at is relative to
     Packed<Run> exact;
     Packed<uint32_t> exact_rules;
@@ -220,6 +226,13 @@ class RuleSet {
   Strs actuators_;
   Index index_;
 };
+
+// Bit `i` of a bit set held in 32-bit words (the string filter's, read in place or built).
+template <class Words>
+bool test_bit(const Words& words, size_t i) noexcept {
+  return (words[i / 32] >> (i % 32) & 1) != 0;
+}
+inline void set_bit(std::vector<uint32_t>& words, size_t i) noexcept { words[i / 32] |= uint32_t{1} << (i % 32); }
 
 // '*' matches any run of characters (dots included); everything else literally.
 bool glob_match(std::string_view pattern, std::string_view text) noexcept;

@@ -14,14 +14,6 @@ namespace {
 constexpr size_t kWindow = 4096;
 constexpr size_t kStep = 3072;
 
-// The first two bytes at `p` as one number: the key of the string rules' pair filter.
-uint16_t byte_pair(const char* p) noexcept {
-  return static_cast<uint16_t>(static_cast<unsigned char>(p[0]) << 8 | static_cast<unsigned char>(p[1]));
-}
-void set_bit(std::vector<uint32_t>& bits, size_t i) noexcept { bits[i / 32] |= uint32_t{1} << (i % 32); }
-bool test_bit(const Packed<uint32_t>& bits, size_t i) noexcept { return (bits[i / 32] >> (i % 32) & 1) != 0; }
-bool test_bit(const std::vector<uint32_t>& bits, size_t i) noexcept { return (bits[i / 32] >> (i % 32) & 1) != 0; }
-
 bool contains_any(std::string_view text, Strs needles) {
   for (const auto& n : needles)
     if (text.find(n) != std::string_view::npos) return true;
@@ -301,7 +293,7 @@ void RuleEngine::on_string(std::string_view value, uint32_t line) {
   // Which rules have a needle whose first byte pair occurs in the literal.
   string_hits_.assign(ix.string_unfiltered.begin(), ix.string_unfiltered.end());
   for (size_t p = 0; p + 1 < value.size(); ++p) {
-    const uint16_t pair = byte_pair(value.data() + p);
+    const uint16_t pair = RuleSet::Index::byte_pair(value.data() + p);
     if (!test_bit(ix.string_pair_bits, pair)) continue;
     // The first entry of `pair` in the sorted pairs, then its run.
     size_t lo = 0, hi = ix.string_pairs.size();

@@ -120,19 +120,15 @@ void put_index(cache::Writer& w, const std::vector<RuleSpec>& specs, const std::
     for (uint32_t i = 0; i < strings.size(); ++i)
       for (const std::string& n : specs[strings[i]].contains) {
         if (n.size() < 2) {
-          unfiltered[i / 32] |= uint32_t{1} << (i % 32);
+          set_bit(unfiltered, i);
           continue;
         }
-        const uint32_t pair = static_cast<uint32_t>(static_cast<unsigned char>(n[0])) << 8 | static_cast<unsigned char>(n[1]);
-        pair_bits[pair / 32] |= uint32_t{1} << (pair % 32);
+        const uint16_t pair = Index::byte_pair(n.data());
+        set_bit(pair_bits, pair);
         pairs.push_back({pair, i});
       }
-    std::sort(pairs.begin(), pairs.end(), [](const Index::Pair& a, const Index::Pair& b) {
-      return a.pair != b.pair ? a.pair < b.pair : a.position < b.position;
-    });
-    pairs.erase(std::unique(pairs.begin(), pairs.end(),
-                            [](const Index::Pair& a, const Index::Pair& b) { return a.pair == b.pair && a.position == b.position; }),
-                pairs.end());
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   }
   w.packed(exact);
   w.packed(exact_rules);

@@ -76,16 +76,17 @@ UniqueFd open_trusted_fast(const fs::path& abs, size_t depth, uid_t me) {
 void check_dir(int fd, const fs::path& shown, uid_t me) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw_errno("cannot stat directory " + shown.string());
+  if (trusted(st, me)) return;
+  // Which half of trusted() failed, said.
   if (st.st_uid != 0 && st.st_uid != me)
     throw Error("directory " + shown.string() + " is owned by uid " + std::to_string(st.st_uid) +
                     ", not by root or you (uid " + std::to_string(me) + "): its owner could redirect files in it",
                 "use a directory owned by you or root, or chown it");
   const bool group_writable = (st.st_mode & S_IWGRP) != 0 && st.st_gid != 0;
-  if ((group_writable || (st.st_mode & S_IWOTH) != 0) && (st.st_mode & S_ISVTX) == 0)
-    throw Error("directory " + shown.string() + " is writable by " +
-                    (group_writable ? "group " + std::to_string(st.st_gid) : std::string("others")) + " (mode " +
-                    octal_mode(st.st_mode) + ") and not sticky: other users could plant symlinks in it",
-                "chmod go-w " + shown.string() + ", or use another directory");
+  throw Error("directory " + shown.string() + " is writable by " +
+                  (group_writable ? "group " + std::to_string(st.st_gid) : std::string("others")) + " (mode " +
+                  octal_mode(st.st_mode) + ") and not sticky: other users could plant symlinks in it",
+              "chmod go-w " + shown.string() + ", or use another directory");
 }
 
 }  // namespace
