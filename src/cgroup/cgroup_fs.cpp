@@ -159,6 +159,14 @@ bool CgroupDir::remove() noexcept {
   }
 }
 
+bool CgroupDir::remove_if_empty() noexcept {
+  if (removed_ || ::rmdir(path_.c_str()) == 0 || errno == ENOENT) {
+    removed_ = true;
+    fd_.reset();
+  }
+  return removed_;
+}
+
 bool kill_until_empty(const std::vector<const CgroupDir*>& dirs, std::chrono::milliseconds budget) noexcept {
   auto deadline = std::chrono::steady_clock::now() + budget;
   for (int round = 0;; ++round) {

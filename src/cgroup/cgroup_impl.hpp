@@ -64,6 +64,9 @@ class CgroupDir {
   bool cgroup_kill() const noexcept;
   // rmdir, retrying briefly while the kernel still finishes exiting tasks; true when gone.
   bool remove() noexcept;
+  // One rmdir, no retry: true when gone. The kernel refuses (EBUSY) while a task is inside, so
+  // this never removes a populated cgroup.
+  bool remove_if_empty() noexcept;
 
  private:
   std::string path_;

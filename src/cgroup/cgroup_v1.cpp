@@ -63,6 +63,13 @@ class CgroupV1 final : public Cgroup {
 
   ~CgroupV1() override {
     leave_calling_thread();  // normally done already (CloneIntoCgroup)
+    // A run's cgroup is normally empty by now: its pid 1 was reaped, and that took its whole pid
+    // namespace. Then one rmdir a directory does (cgroup.kill and reading cgroup.procs first were
+    // 17 system calls after every run); a directory something is still in refuses, and is
+    // emptied and removed below.
+    bool all_gone = true;
+    for (auto& d : dirs_) all_gone = d->remove_if_empty() && all_gone;
+    if (all_gone) return;
     kill_all();
     // Seen empty: remove the directories without each one reading its cgroup.procs again.
     if (emptied_)

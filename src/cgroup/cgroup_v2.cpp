@@ -60,7 +60,11 @@ class CgroupV2 final : public Cgroup {
       : dir_(std::make_unique<CgroupDir>(plan.v2_parent, name, true)) {
     apply_v2_limits(dir_->fd(), dir_->path(), limits, degradations_);
   }
-  ~CgroupV2() override { kill_all(); }
+  ~CgroupV2() override {
+    // Normally empty by now (pid 1 reaped, and its pid namespace with it): one rmdir. A
+    // populated cgroup refuses it, and is emptied first.
+    if (!dir_->remove_if_empty()) kill_all();
+  }
 
   std::string backend() const override { return "v2"; }
   int clone_into_fd() const override { return dir_->fd(); }

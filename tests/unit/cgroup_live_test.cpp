@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <atomic>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -50,6 +51,16 @@ class Child {
     char c = 'g';
     ASSERT_EQ(::write(go_.get(), &c, 1), 1);
     go_.reset();
+  }
+  // Reaps the child if it has exited (its status in `st`); false while it runs.
+  bool try_wait(int& st) {
+    if (::waitpid(pid_, &st, WNOHANG) != pid_) return false;
+    reaped_ = true;
+    return true;
+  }
+  void kill_and_wait() {
+    ::kill(pid_, SIGKILL);
+    wait();
   }
   // waitpid status.
   int wait() {
@@ -372,6 +383,68 @@ TEST_F(CgroupLive, DestructorKillsAndRemovesEverything) {
   for (const auto& p : paths) EXPECT_FALSE(cgtest::exists(p)) << p << " survived the destructor";
   int st = c.wait();
   EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+// The destructor's first step is one rmdir per directory: it must leave a populated directory
+// alone, and what it removed must not stop the rest from being emptied and removed. A task in one
+// v1 hierarchy only (the cgroup2 twin and the others empty) is the hardest case: the twin's
+// cgroup.kill is gone with the twin, so the task must be killed through cgroup.procs.
+TEST_F(CgroupLive, ATaskInOneHierarchyOnlyIsKilledAndEveryDirectoryRemoved) {
+  auto cg = make(Limits{});
+  ASSERT_TRUE(cg);
+  const auto paths = cgtest::split_paths(cg->path());
+  if (paths.size() < 2) GTEST_SKIP() << "backend " << cg->backend() << " has one directory a run (cgroup v2): no partial case";
+  std::string memory;
+  for (const auto& p : paths)
+    if (p.find("/memory/") != std::string::npos) memory = p;
+  ASSERT_FALSE(memory.empty()) << cg->path();
+  Child c([] { return ::pause(); });
+  {
+    std::ofstream procs(memory + "/cgroup.procs");
+    procs << c.pid() << std::flush;
+    ASSERT_TRUE(procs.good()) << "cannot place the child in " << memory;
+  }
+  cg.reset();
+  int st = 0;
+  bool reaped = false;
+  for (int i = 0; i < 400 && !(reaped = c.try_wait(st)); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(reaped && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << "the task was not killed (status " << st << ")";
+  if (!reaped) c.kill_and_wait();
+  for (const auto& p : paths) {
+    EXPECT_FALSE(cgtest::exists(p)) << p << " survived the destructor";
+    ::rmdir(p.c_str());  // what a broken destructor left
+  }
+}
+
+// remove_if_empty is a single rmdir: false, and the directory kept, while a task is inside.
+TEST_F(CgroupLive, RemoveIfEmptyKeepsAPopulatedDirectory) {
+  auto run = make(Limits{});  // makes the parents
+  ASSERT_TRUE(run);
+  const cgroup_detail::Plan plan = cgroup_detail::plan_host_cgroups(settings_);
+  const bool v2 = plan.version == "v2";
+  const std::string where = v2 ? plan.v2_parent : plan.v1_parents.at("pids");
+  cgroup_detail::CgroupDir dir(where, cgtest::unique_id("rmdir-once"), v2);
+  Child c([] { return ::pause(); });
+  dir.add_process(c.pid());
+  EXPECT_FALSE(dir.remove_if_empty());
+  EXPECT_TRUE(cgtest::exists(dir.path())) << "a populated cgroup was removed, or said to be";
+  c.kill_and_wait();
+  ::rmdir(dir.path().c_str());  // what a broken remove_if_empty left
+  EXPECT_FALSE(cgtest::exists(dir.path()));
+}
+
+// ... and true, the directory gone, once the task is reaped.
+TEST_F(CgroupLive, RemoveIfEmptyRemovesAnEmptiedDirectory) {
+  auto run = make(Limits{});  // makes the parents
+  ASSERT_TRUE(run);
+  const cgroup_detail::Plan plan = cgroup_detail::plan_host_cgroups(settings_);
+  const bool v2 = plan.version == "v2";
+  cgroup_detail::CgroupDir dir(v2 ? plan.v2_parent : plan.v1_parents.at("pids"), cgtest::unique_id("rmdir-once"), v2);
+  Child c([] { return ::pause(); });
+  dir.add_process(c.pid());
+  c.kill_and_wait();
+  EXPECT_TRUE(dir.remove_if_empty()) << dir.path();
+  EXPECT_FALSE(cgtest::exists(dir.path()));
 }
 
 TEST_F(CgroupLive, ConcurrentCreatesDoNotCollide) {
