@@ -7,7 +7,7 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRCONFIG\x03";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRCONFIG\x04";  // bump the last byte when the encoding changes
 
 // Every setting must be written and read below. A changed size means a field was added or
 // removed: add it to put()/get() and bump kMagic, then update the sizes here. A field added

@@ -18,8 +18,8 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRRULES\x09";  // bump the last byte when the encoding changes
-constexpr std::string_view kLinkMagic = "SRRLINK\x01";
+constexpr std::string_view kMagic = "SRRULES\x0a";  // bump the last byte when the encoding changes
+constexpr std::string_view kLinkMagic = "SRRLINK\x02";
 // How long ago a rules file must have last changed for its identity to be linked to its digest:
 // well above any file system's timestamp granularity.
 constexpr std::chrono::seconds kSettled{2};
@@ -343,7 +343,7 @@ namespace {
 
 // A file's identity for the link below: device, inode, size, modification and change times.
 std::string file_id(const struct stat& st) {
-  std::string id = "rules-file\n";
+  std::string id = std::string(kLinkMagic) + "rules-file\n";  // an encoding of its own
   for (const uint64_t v : {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
                            static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_mtim.tv_sec),
                            static_cast<uint64_t>(st.st_mtim.tv_nsec), static_cast<uint64_t>(st.st_ctim.tv_sec),

@@ -7,7 +7,7 @@ namespace sandboxrun::audit {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRAUDITCFG\x01";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRAUDITCFG\x02";  // bump the last byte when the encoding changes
 constexpr std::string_view kKind = "audit-config-";
 
 // Every setting must be written and read below: a changed size means one was added or removed

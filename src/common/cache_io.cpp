@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <ctime>
 
+#include "common/crc32c.hpp"
 #include "common/safe_open.hpp"
-#include "common/sha256.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun::cache {
@@ -137,13 +137,13 @@ std::optional<Entry> read_entry(int dirfd, const std::string& name, std::string_
   std::optional<Entry> mapped = map_file(dirfd, name);
   if (!mapped) return std::nullopt;
   const std::string_view b = mapped->payload();
-  const size_t head = magic.size() + kDigestHex + sizeof(uint32_t) + kDigestHex;
+  const size_t head = magic.size() + kDigestHex + 2 * sizeof(uint32_t);
   if (b.size() >= head && b.starts_with(magic) && b.substr(magic.size(), kDigestHex) == key) {
-    uint32_t len = 0;
+    uint32_t len = 0, crc = 0;
     std::memcpy(&len, b.data() + magic.size() + kDigestHex, sizeof len);
+    std::memcpy(&crc, b.data() + magic.size() + kDigestHex + sizeof len, sizeof crc);
     const std::string_view payload = b.substr(head);
-    if (payload.size() == len && sha256_hex(payload) == b.substr(head - kDigestHex, kDigestHex))
-      return Entry(std::move(*mapped), payload);
+    if (payload.size() == len && crc32c(payload) == crc) return Entry(std::move(*mapped), payload);
   }
   rejected = true;
   return std::nullopt;
@@ -153,9 +153,9 @@ bool write_entry(int dirfd, const std::string& name, std::string_view magic, std
                  std::string_view payload) {
   std::string entry(magic);
   entry += key;
-  const uint32_t len = static_cast<uint32_t>(payload.size());
+  const uint32_t len = static_cast<uint32_t>(payload.size()), crc = crc32c(payload);
   entry.append(reinterpret_cast<const char*>(&len), sizeof len);
-  entry += sha256_hex(payload);
+  entry.append(reinterpret_cast<const char*>(&crc), sizeof crc);
   entry += payload;
   if (!write_file(dirfd, name, entry)) return false;
   if (const size_t at = name.find(key); key.size() == kDigestHex && at != std::string::npos)

@@ -1,6 +1,9 @@
 // Caches of parsed and compiled inputs (the assessor's rules, security.yaml, sandbox.yaml): a directory private to the
 // user, and entries in it that are verified before use. An entry is: magic, the hex digest of
-// what it was built from (its key), payload length, payload digest, payload. Files are opened
+// what it was built from (its key), payload length, the payload's CRC-32C, payload. The
+// directory's checks keep other users out; the CRC catches accidental damage (a short file
+// after a crash, a flipped bit), and costs ~15 us on the ~110 KB of compiled rules that every
+// start reads, where a SHA-256 cost ~80 (crc32c.hpp). Files are opened
 // without following symlinks, must belong to the user and be writable by nobody else, and are
 // written to a temporary name, then renamed into place. Any failed check is a cache miss.
 #pragma once

@@ -8,7 +8,7 @@ namespace sandboxrun::config_cache {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRSANDBOX\x01";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRSANDBOX\x02";  // bump the last byte when the encoding changes
 constexpr std::string_view kKind = "sandbox-config-";
 
 // Every setting must be written and read below. A changed size means a field was added or
