@@ -64,9 +64,9 @@ class CgroupV1 final : public Cgroup {
   ~CgroupV1() override {
     leave_calling_thread();  // normally done already (CloneIntoCgroup)
     // A run's cgroup is normally empty by now: its pid 1 was reaped, and that took its whole pid
-    // namespace. Then one rmdir a directory does (cgroup.kill and reading cgroup.procs first were
-    // 17 system calls after every run); a directory something is still in refuses, and is
-    // emptied and removed below.
+    // namespace. Then one rmdir per directory is enough (cgroup.kill and reading cgroup.procs
+    // first were 17 system calls after every run); a directory with a task still inside
+    // refuses, and is emptied and removed below.
     bool all_gone = true;
     for (auto& d : dirs_) all_gone = d->remove_if_empty() && all_gone;
     if (all_gone) return;
