@@ -86,10 +86,8 @@ struct PayloadStart {
 };
 
 [[noreturn]] void exec_payload(const ChildPlan& plan, const Release& rel) {
-  // Dispositions are pid 1's, all defaults (child_main), copied at the clone.
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // The signal mask (empty) and dispositions (all defaults) are pid 1's (child_main), copied at
+  // the clone.
   if (::dup2(plan.stdin_fd, 0) < 0 || ::dup2(plan.stdout_write, 1) < 0 || ::dup2(plan.stderr_write, 2) < 0) {
     report_error(plan, "redirect stdio", errno, "dup2");
     ::_exit(125);

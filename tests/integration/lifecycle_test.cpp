@@ -77,21 +77,32 @@ TEST(Lifecycle, TimeoutKillsAPayloadThatIgnoresSignals) {
   EXPECT_LT(secs, 10);
 }
 
-// Signals ignored by whoever started sandboxrun (nohup, a shell's background job, a service)
-// are ignored across execve: the program must still start with every disposition at its default.
+// Signals ignored or blocked by whoever started sandboxrun (nohup, a shell's background job, a
+// service) stay so across execve: the program must still start with every disposition at its
+// default and no signal blocked.
 TEST(Lifecycle, SignalsIgnoredByTheCallerAreDefaultsInside) {
   const int ignored[] = {SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGTERM, SIGPIPE};
   for (int s : ignored) ::signal(s, SIG_IGN);
+  sigset_t blocked, old;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGUSR2);
+  sigaddset(&blocked, SIGALRM);
+  ::sigprocmask(SIG_BLOCK, &blocked, &old);
   auto r = run_python("import signal\n"
                       "for s in ('SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGTERM'):\n"
                       "    print(s, signal.getsignal(getattr(signal, s)) == signal.SIG_DFL)\n"
                       "print('SIGINT', signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
-                      "ign = int([l for l in open('/proc/self/status') if l.startswith('SigIgn:')][0].split()[1], 16)\n"
-                      "print('ignored', [n for n in range(1, 65) if ign >> (n - 1) & 1])\n");
+                      "def mask(key):\n"
+                      "    v = int([l for l in open('/proc/self/status') if l.startswith(key)][0].split()[1], 16)\n"
+                      "    return [n for n in range(1, 65) if v >> (n - 1) & 1]\n"
+                      "print('ignored', mask('SigIgn:'))\n"
+                      "print('blocked', mask('SigBlk:'))\n");
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
   for (int s : ignored) ::signal(s, SIG_DFL);
   ASSERT_EQ(r.result.value("status", ""), "exited") << r.exec.err;
   // python3 itself ignores SIGPIPE (13) and SIGXFSZ (25) at start; nothing else may be.
-  EXPECT_EQ(r.stdout_text(), "SIGHUP True\nSIGQUIT True\nSIGUSR1 True\nSIGTERM True\nSIGINT True\nignored [13, 25]\n");
+  EXPECT_EQ(r.stdout_text(),
+            "SIGHUP True\nSIGQUIT True\nSIGUSR1 True\nSIGTERM True\nSIGINT True\nignored [13, 25]\nblocked []\n");
 }
 
 TEST(Lifecycle, TimeoutKillsAStoppedPayload) {
