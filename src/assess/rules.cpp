@@ -1,6 +1,7 @@
 // The rules' patterns and index, and the engine that matches analyzer facts against the rules
 // (rules_yaml.cpp reads the rules file).
 #include <algorithm>
+#include <ranges>
 
 #include "internal.hpp"
 #include "assess/assess_rules.hpp"
@@ -295,15 +296,13 @@ void RuleEngine::on_string(std::string_view value, uint32_t line) {
   for (size_t p = 0; p + 1 < value.size(); ++p) {
     const uint16_t pair = RuleSet::Index::byte_pair(value.data() + p);
     if (!test_bit(ix.string_pair_bits, pair)) continue;
-    // The first entry of `pair` in the sorted pairs, then its run.
-    size_t lo = 0, hi = ix.string_pairs.size();
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      if (ix.string_pairs[mid].pair < pair) lo = mid + 1;
-      else hi = mid;
-    }
-    for (; lo < ix.string_pairs.size() && ix.string_pairs[lo].pair == pair; ++lo)
-      set_bit(string_hits_, ix.string_pairs[lo].position);
+    // The first entry of `pair` in the sorted pairs (searched by position: the pairs are read
+    // in place), then its run.
+    const auto positions = std::views::iota(size_t{0}, ix.string_pairs.size());
+    auto first = std::ranges::partition_point(positions, [&](size_t i) { return ix.string_pairs[i].pair < pair; });
+    size_t at = static_cast<size_t>(first - positions.begin());
+    for (; at < ix.string_pairs.size() && ix.string_pairs[at].pair == pair; ++at)
+      set_bit(string_hits_, ix.string_pairs[at].position);
   }
   for (uint32_t i = 0; i < ix.strings.size(); ++i) {
     const size_t k = ix.strings[i];
