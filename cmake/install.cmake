@@ -45,14 +45,8 @@ install(CODE "if(CMAKE_INSTALL_DO_STRIP)
     \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libsandboxrun.a\" COMMAND_ERROR_IS_FATAL ANY)
 endif()")
 
-# The public API: executor.hpp and what its types are made of.
-install(FILES
-  include/sandboxrun/executor.hpp include/sandboxrun/assess.hpp include/sandboxrun/assess_analyzer.hpp
-  include/sandboxrun/audit.hpp include/sandboxrun/cgroup.hpp include/sandboxrun/config.hpp
-  include/sandboxrun/error.hpp include/sandboxrun/fd.hpp include/sandboxrun/id_slots.hpp
-  include/sandboxrun/job_io.hpp include/sandboxrun/launch.hpp include/sandboxrun/override_policy.hpp
-  include/sandboxrun/seccomp.hpp include/sandboxrun/spec.hpp
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sandboxrun)
+# The public API: every header of include/sandboxrun/ (only the API lives there).
+install(DIRECTORY include/sandboxrun/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sandboxrun FILES_MATCHING PATTERN "*.hpp")
 
 # What a static link of the library needs from the system (the shared forms of the libraries).
 set(SANDBOXRUN_PC_LIBS "-lseccomp -lcap -larchive -lz -lyaml-cpp -lpthread")

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandboxrun/assess_analyzer.hpp"
+#include "sandboxrun/record.hpp"
 #include "sandboxrun/override_policy.hpp"
 #include "sandboxrun/spec.hpp"
 
@@ -28,6 +29,9 @@ struct Finding {
   std::string severity;  // info | low | medium | high | critical
   int line = 0;          // 1-based; 0 when the finding is about the whole file
   std::string message;
+  static constexpr auto fields = std::tuple{record::field("rule", &Finding::rule), record::field("severity", &Finding::severity),
+                                            record::field("line", &Finding::line), record::field("message", &Finding::message)};
+  bool operator==(const Finding&) const = default;
 };
 
 enum class RiskLevel { low, medium, high, blocked };
@@ -94,6 +98,24 @@ Assessment assess_file(const std::filesystem::path& file, const SecurityConfig& 
 // level's cap; nullopt when the level refuses the run and no override was given.
 std::optional<Trust> steer_trust(RiskLevel level, Trust requested, bool override_given,
                                  const SecurityConfig& config);
+
+// What a run may do after its verdict.
+struct Decision {
+  Trust requested = Trust::untrusted;
+  std::optional<Trust> used;        // unset: the run was refused (BLOCKED without an override)
+  bool overridden = false;          // a refused verdict ran because of override_reason
+  // Set when override_reason was needed but security.yaml's override policy refused it (who
+  // may override, what a reason must say): why, and what is required. The run is refused (126).
+  std::optional<std::string> override_refused;
+  bool refused() const noexcept { return !used.has_value(); }
+};
+
+// The decision on a run whose code was assessed `level`: the trust level it runs at (the
+// stricter of the request and the level's cap), or why it does not run. An override reason is
+// weighed only where the verdict needs one, and then only as security.yaml's override policy
+// allows for the process `who`.
+Decision decide(RiskLevel level, Trust requested, const std::optional<std::string>& override_reason,
+                const SecurityConfig& config, const ProcessIdentity& who);
 
 // `sandboxrun assess [--json] [--config-dir DIR] FILE.py` (args exclude "assess").
 // Exit: 0 assessed (any level), 2 usage or configuration error, 127 missing/unreadable file.

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandboxrun/record.hpp"
+
 namespace sandboxrun {
 
 enum class AuditSync { each, batch, none };
@@ -59,8 +61,10 @@ struct CodeRef {
   std::string sha256;  // hex; the object is <log dir>/objects/<sha256>
   uint64_t size = 0;
   bool stored = false;  // the object was put in the store (verify requires it to be there)
+  static constexpr auto fields = std::tuple{record::field("name", &CodeRef::name), record::field("sha256", &CodeRef::sha256),
+                                            record::field("size", &CodeRef::size), record::field("stored", &CodeRef::stored)};
+  bool operator==(const CodeRef&) const = default;
 };
-void to_json(nlohmann::json& j, const CodeRef& c);  // {"name","sha256","size","stored"}
 
 // run_start's diff_from: the previous stored version of the same script name run for the same
 // caller, and how many lines this version adds and removes (0/0: the same code again).
@@ -71,8 +75,12 @@ struct CodeDiff {
   // Too many scattered changes to diff within the cost bound: the counts are an upper bound
   // (everything between the common first and last lines counted as removed and added).
   bool approximate = false;
+  static constexpr auto fields =
+      std::tuple{record::field("run_id", &CodeDiff::run_id), record::field("sha256", &CodeDiff::sha256),
+                 record::field("added", &CodeDiff::added), record::field("removed", &CodeDiff::removed),
+                 record::field_if_set("approximate", &CodeDiff::approximate)};
+  bool operator==(const CodeDiff&) const = default;
 };
-void to_json(nlohmann::json& j, const CodeDiff& d);  // {"run_id","sha256","added","removed"[,"approximate"]}
 
 // What a prune of the object store did (AuditLog::prune_objects).
 struct ObjectPruneResult {

@@ -23,7 +23,6 @@ struct LevelSettings {
   std::optional<uint64_t> output_files_limit;
   std::optional<uint64_t> output_bytes_limit;
   std::optional<std::filesystem::path> seccomp_profile;  // from security_opt
-  std::optional<std::vector<std::string>> cap_drop;
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;
   std::optional<NetworkMode> network_mode;

@@ -30,6 +30,7 @@
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/job_io.hpp"
 #include "sandboxrun/launch.hpp"
+#include "sandboxrun/result_records.hpp"
 #include "sandboxrun/spec.hpp"
 
 namespace sandboxrun {
@@ -106,15 +107,6 @@ struct RunRequest {
 };
 
 // What the assessment did to the requested trust level, decided once per run.
-struct Decision {
-  Trust requested = Trust::untrusted;
-  std::optional<Trust> used;        // unset: the run was refused (BLOCKED without an override)
-  bool overridden = false;          // a refused verdict ran because of override_reason
-  // Set when override_reason was needed but security.yaml's override policy refused it (who
-  // may override, what a reason must say): why, and what is required. The run is refused (126).
-  std::optional<std::string> override_refused;
-  bool refused() const noexcept { return !used.has_value(); }
-};
 
 struct RunResult {
   std::string run_id;
@@ -122,13 +114,14 @@ struct RunResult {
   int exit_code = exit_code::setup_failed;  // what `sandboxrun run` exits with (see exit_code)
   int signal = 0;                           // when status == signaled (or oom: SIGKILL)
   std::string error;                        // when status == error: what failed and the fix
+  ErrorKind error_kind = ErrorKind::other;  // with error: what kind of failure (a service's switch)
   Assessment assessment;
   Decision decision;
   std::optional<SandboxSpec> spec;          // the resolved spec, once there was one
   std::string image_digest;
   RunOutcome outcome;                       // output, usage, timings, degradations
-  nlohmann::json network;                   // allowlist mode: the proxy's counters and records
-  nlohmann::json deps;                      // with requirements: the dependency phase (null without)
+  std::optional<NetworkReport> network;     // allowlist mode: the proxy's counters and records
+  std::optional<DepsReport> deps;           // with requirements: the dependency phase
   std::optional<uint64_t> audit_seq;        // seq of the run's last audit record
   std::chrono::microseconds prepare{0};     // request -> launch: assessment, audit, spec
   // Things the caller should know that did not stop the run (the trust level was lowered,

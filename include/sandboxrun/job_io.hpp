@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandboxrun/fd.hpp"
+#include "sandboxrun/record.hpp"
 
 namespace sandboxrun {
 
@@ -31,6 +32,9 @@ struct FileRecord {
   uint64_t size = 0;
   std::string sha256;
   uint32_t mode = 0;
+  static constexpr auto fields = std::tuple{record::field("path", &FileRecord::path), record::field("size", &FileRecord::size),
+                                            record::field("sha256", &FileRecord::sha256), record::field("mode", &FileRecord::mode)};
+  bool operator==(const FileRecord&) const = default;
 };
 
 // What --output found under /work.
@@ -85,8 +89,6 @@ struct OutputLimits {
 OutputManifest collect_outputs(int work_dir, int out_dir, const std::vector<InputFile>& unchanged,
                                const OutputLimits& limits,
                                const std::function<void(const FileRecord&, std::string_view)>& on_copied = {});
-
-nlohmann::json to_json(const FileRecord& r);
 FileRecord record_of(const InputFile& f);
 
 }  // namespace sandboxrun

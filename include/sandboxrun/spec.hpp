@@ -59,6 +59,7 @@ struct NetworkSettings {
   uint32_t max_connections = 32;
   uint64_t max_bytes = 1ull << 30;
   uint32_t idle_timeout_s = 60;
+  bool operator==(const NetworkSettings&) const = default;
 };
 
 // A host directory bound at /run/NAME inside the sandbox (installed dependencies, phase 1's
@@ -67,6 +68,7 @@ struct RunBind {
   std::filesystem::path source;  // an existing host directory
   std::string name;              // one path component, not "sandbox" or "sandboxrun"
   bool writable = false;
+  bool operator==(const RunBind&) const = default;
 };
 
 // Landlock, the second wall behind the mount namespace (see src/launch/landlock.cpp).
@@ -80,37 +82,47 @@ struct IdRanges {
   uint32_t size = 2048;
   uint32_t slot_size = 2;
   uint32_t slots() const { return size / slot_size; }
+  bool operator==(const IdRanges&) const = default;
 };
 
-struct SandboxSpec {
+// What shapes a sandbox before its release: namespaces, ids, cgroup and limits, mounts, /etc
+// files, Landlock and the seccomp program. A sandbox set up ahead (ExecutorOptions::warm) runs a
+// request exactly when their shapes are equal; the environment, argv and script come with the
+// release. A setting added here is compared without anyone having to remember it.
+struct SandboxShape {
   Trust trust = Trust::untrusted;
   Limits limits;
-  std::vector<LimitAdjustment> adjustments;
-
   std::filesystem::path rootfs;     // unpacked image, mounted read-only
   std::string hostname = "sandbox";
   uid_t uid = 1000;
   gid_t gid = 1000;
-  bool read_only = true;
-  bool no_new_privileges = true;
-  std::vector<std::string> cap_drop{"ALL"};
   std::filesystem::path seccomp_profile;  // Docker JSON profile
   NetworkSettings network;
-  std::map<std::string, std::string> env;  // the complete environment of the payload
   std::string python = "/usr/bin/python3";
   std::string workdir = "/work";   // a tmpfs holding the script and the inputs
   std::vector<RunBind> run_binds;
-  std::vector<std::string> requirements;  // pip requirement lines from the config (deps.hpp)
-
-  bool monitoring = true;
-  std::chrono::milliseconds monitor_interval{100};
   CgroupSettings cgroup;
   LandlockMode landlock = LandlockMode::best_effort;
   IdRanges id_ranges;
-
   // Test-only fault injection, never set from a config file: a host directory bound writable at
   // /mnt, the mistake the mount code must never make, to prove that Landlock still refuses it.
   std::string test_extra_writable_bind;
+  bool operator==(const SandboxShape&) const = default;
+};
+
+// Everything one run needs: its sandbox's shape and what comes with the release or after it.
+// The image is always mounted read-only, every capability is dropped and no_new_privs is set:
+// there are no settings for those (sandbox.yaml's read_only, cap_drop and security_opt are
+// checked when read and accept only what the sandbox does anyway).
+struct SandboxSpec : SandboxShape {
+  std::vector<LimitAdjustment> adjustments;
+  std::map<std::string, std::string> env;  // the complete environment of the payload
+  std::vector<std::string> requirements;  // pip requirement lines from the config (deps.hpp)
+  // Periodic samples of the cgroup (LaunchRequest::on_sample, --stats); the final usage is
+  // read either way.
+  bool monitoring = true;
+  std::chrono::milliseconds monitor_interval{100};
+  const SandboxShape& shape() const { return *this; }
 };
 
 }  // namespace sandboxrun

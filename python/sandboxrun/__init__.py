@@ -121,6 +121,8 @@ class RunResult:
     labels: Dict[str, str] = field(default_factory=dict)
     warnings: List[str] = field(default_factory=list)
     error: Optional[str] = None
+    # With error: usage | config | image | limits | audit | deps | host | other (README).
+    error_kind: Optional[str] = None
     audit_seq: Optional[int] = None
     raw: Dict[str, Any] = field(default_factory=dict)  # the whole JSON object
 
@@ -149,7 +151,7 @@ class RunResult:
             outputs_truncated=bool(j.get("outputs_truncated", False)),
             outputs_skipped=list(j.get("outputs_skipped", [])),
             caller=j.get("caller"), labels=dict(j.get("labels") or {}), warnings=list(j.get("warnings", [])),
-            error=j.get("error"), audit_seq=j.get("audit_seq"), raw=dict(j))
+            error=j.get("error"), error_kind=j.get("error_kind"), audit_seq=j.get("audit_seq"), raw=dict(j))
 
 
 @dataclass

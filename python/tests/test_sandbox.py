@@ -146,6 +146,7 @@ def test_image_and_requirements_reach_the_command(sandbox):
     with pytest.raises(SetupError) as e:
         sandbox.run("print('ok')\n", image="/nonexistent/rootfs")
     assert "/nonexistent/rootfs" in str(e.value)
+    assert e.value.result.error_kind == "image"  # a service tells a missing image from the rest
     # A requirement line pip's parser refuses is named before anything is installed.
     with pytest.raises((SetupError, UsageError)) as e:
         sandbox.run("print('ok')\n", requirements=["-e ./local"])

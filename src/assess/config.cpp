@@ -193,4 +193,19 @@ std::optional<Trust> steer_trust(RiskLevel level, Trust requested, bool override
   return rank(cap) < rank(requested) ? *cap : requested;
 }
 
+Decision decide(RiskLevel level, Trust requested, const std::optional<std::string>& override_reason,
+                const SecurityConfig& config, const ProcessIdentity& who) {
+  Decision d;
+  d.requested = requested;
+  d.used = steer_trust(level, requested, false, config);
+  if (d.used || !override_reason) return d;
+  if (auto why = check_override(config.override_policy, *override_reason, who, config.source.string())) {
+    d.override_refused = std::move(*why);
+    return d;
+  }
+  d.used = steer_trust(level, requested, true, config);
+  d.overridden = true;
+  return d;
+}
+
 }  // namespace sandboxrun

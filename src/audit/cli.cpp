@@ -12,6 +12,7 @@
 
 #include "internal.hpp"
 #include "sandboxrun/audit.hpp"
+#include "sandboxrun/audit_events.hpp"
 #include "audit/audit_verify.hpp"
 #include "audit/objects.hpp"
 #include "sandboxrun/error.hpp"
@@ -152,13 +153,6 @@ std::string str(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-template <typename T>
-std::optional<T> num(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<T>();
-}
-
 // Calls fn(record) for every parseable record of the log set, oldest first.
 template <typename Fn>
 void for_each_record(const std::filesystem::path& log, Fn fn) {
@@ -196,22 +190,31 @@ std::vector<RunSummary> summarize(const std::filesystem::path& log) {
       runs.back().ts = str(j, "ts");
     }
     RunSummary& s = runs[it->second];
-    if (s.caller.empty()) s.caller = str(j, "caller");
-    if (auto c = j.find("code"); c != j.end() && c->is_object()) {
-      s.name = str(*c, "name");
-      s.sha256 = str(*c, "sha256");
+    const auto ctx = audit::read_event<audit::RunContext>(j);
+    if (!ctx) return;  // a field of the wrong type: `audit verify` says what is wrong
+    if (s.caller.empty() && ctx->caller) s.caller = *ctx->caller;
+    if (ctx->code) {
+      s.name = ctx->code->name;
+      s.sha256 = ctx->code->sha256;
     }
-    std::string ev = str(j, "event");
-    if (ev == "assessment") s.level = str(j, "level");
-    else if (ev == "blocked" || ev == "override_refused") s.status = "blocked";
-    else if (ev == "override") s.override_reason = str(j, "reason");
-    else if (ev == "run_start") s.trust = str(j, "trust_used");
-    else if (ev == "limit" && s.status.empty()) s.status = str(j, "kind");
-    else if (ev == "run_end") {
-      s.status = str(j, "status");
-      s.exit_code = num<int64_t>(j, "exit_code");
-      s.duration_ms = num<uint64_t>(j, "duration_ms");
-      s.memory_peak = num<uint64_t>(j, "memory_peak_bytes");
+    const std::string ev = str(j, "event");
+    if (ev == audit::AssessmentEvent::kEvent) {
+      if (auto e = audit::read_event<audit::AssessmentEvent>(j)) s.level = e->level;
+    } else if (ev == audit::BlockedEvent::kEvent || ev == audit::OverrideRefusedEvent::kEvent) {
+      s.status = "blocked";
+    } else if (ev == audit::OverrideEvent::kEvent) {
+      if (auto e = audit::read_event<audit::OverrideEvent>(j)) s.override_reason = e->reason;
+    } else if (ev == audit::RunStartEvent::kEvent) {
+      if (auto e = audit::read_event<audit::RunStartEvent>(j)) s.trust = e->trust_used;
+    } else if (ev == audit::LimitEvent::kEvent) {
+      if (auto e = audit::read_event<audit::LimitEvent>(j); e && s.status.empty()) s.status = e->kind;
+    } else if (ev == audit::RunEndEvent::kEvent) {
+      if (auto e = audit::read_event<audit::RunEndEvent>(j)) {
+        s.status = e->status;
+        s.exit_code = e->exit_code;
+        s.duration_ms = e->duration_ms;
+        if (e->resources) s.memory_peak = e->resources->memory_peak_bytes;
+      }
     }
   });
   return runs;
@@ -357,9 +360,8 @@ int cmd_repair(const Resolved& r) {
   }
   // The torn bytes are kept in the object store, so the repair loses nothing.
   CodeRef kept = log.store_code(tail, "torn-tail");
-  uint64_t seq = log.append("repair", "",
-                            {{"truncated_at", at}, {"truncated_bytes", tail.size()}, {"tail", kept}},
-                            true);
+  uint64_t seq = audit::append_event(log, "", audit::RepairEvent{.truncated_at = at, .truncated_bytes = tail.size(), .tail = kept},
+                              /*durable=*/true);
   std::cout << "repaired " << r.log.string() << ": removed a torn record of " << tail.size()
             << " bytes at byte " << at << " (kept as objects/" << kept.sha256
             << "), recorded as seq " << seq << "\n";

@@ -15,6 +15,7 @@
 
 #include "internal.hpp"
 #include "sandboxrun/audit.hpp"
+#include "sandboxrun/audit_events.hpp"
 #include "audit/audit_format.hpp"
 #include "audit/audit_verify.hpp"
 #include "audit/lock_header.hpp"
@@ -26,10 +27,6 @@
 namespace sandboxrun {
 
 using audit::canonical;
-
-void to_json(nlohmann::json& j, const CodeRef& c) {
-  j = nlohmann::json{{"name", c.name}, {"sha256", c.sha256}, {"size", c.size}, {"stored", c.stored}};
-}
 
 namespace {
 
@@ -352,11 +349,9 @@ struct AuditLog::Impl {
     audit::LastLine last =
         audit::read_last_line(fd.get(), static_cast<uint64_t>(removed_st.st_size), newest_removed);
     Head through = parse_head(last.line, newest_removed);
-    nlohmann::json names = nlohmann::json::array();
-    for (size_t i = 0; i < remove; ++i) names.push_back(files[i].filename().string());
-    write_locked(h, "prune", "",
-                 {{"files", names}, {"through_seq", through.seq}, {"through_hash", to_string(through.hash)}},
-                 true);
+    audit::PruneEvent pruned{.through_seq = through.seq, .through_hash = to_string(through.hash)};
+    for (size_t i = 0; i < remove; ++i) pruned.files.push_back(files[i].filename().string());
+    write_locked(h, std::string(pruned.kEvent), "", pruned, true);
     for (size_t i = 0; i < remove; ++i)
       if (::unlink(files[i].c_str()) != 0 && errno != ENOENT) throw_errno("cannot prune " + files[i].string());
     audit::fsync_dir(path.parent_path());
@@ -541,7 +536,7 @@ uint64_t AuditLog::append(const std::string& event, const std::string& run_id, n
       try {
         prune_objects(audit::kObjectGrace);
       } catch (const Error& e) {
-        append("prune_objects", "", {{"error", e.describe()}});
+        audit::append_event(*this, "", audit::PruneObjectsEvent{.error = e.describe()});
       }
     }
   }
@@ -597,9 +592,11 @@ void AuditLog::set_latest_version(const std::optional<std::string>& caller, cons
 ObjectPruneResult AuditLog::prune_objects(std::chrono::seconds grace) {
   Impl& m = *impl_;
   ObjectPruneResult r = audit::prune_objects(m.path, m.lock_fd.get(), m.lock_file, grace);
-  append("prune_objects", "",
-         {{"referenced", r.referenced}, {"deleted", r.deleted}, {"deleted_bytes", r.deleted_bytes},
-          {"kept_recent", r.kept_recent}, {"index_removed", r.index_removed}, {"grace_s", grace.count()}});
+  audit::append_event(*this, "",
+                      audit::PruneObjectsEvent{.referenced = r.referenced, .deleted = r.deleted,
+                                               .deleted_bytes = r.deleted_bytes, .kept_recent = r.kept_recent,
+                                               .index_removed = r.index_removed,
+                                               .grace_s = static_cast<uint64_t>(grace.count())});
   return r;
 }
 

@@ -17,11 +17,6 @@
 
 namespace sandboxrun {
 
-void to_json(nlohmann::json& j, const CodeDiff& d) {
-  j = nlohmann::json{{"run_id", d.run_id}, {"sha256", d.sha256}, {"added", d.added}, {"removed", d.removed}};
-  if (d.approximate) j["approximate"] = true;
-}
-
 namespace audit {
 
 namespace {

@@ -95,7 +95,8 @@ std::unique_ptr<Cgroup> CgroupHost::create(const std::string& run_id, const Limi
     }
     // plan.detail already says what is missing and how to fix it.
     throw Error("cannot limit memory and pids: " + plan.detail,
-                "or allow a degraded run without limits in the config");
+                "or allow a degraded run without limits in the config")
+        .as(ErrorKind::limits);
   }
   try {
     const std::string name = run_dir_name(run_id, s.owner);
@@ -125,8 +126,8 @@ std::unique_ptr<Cgroup> CgroupHost::create(const std::string& run_id, const Limi
       if (degraded_reason) *degraded_reason = e.describe();
       return nullptr;
     }
-    if (!e.hint().empty()) throw;
-    throw Error(std::string("cannot set up the run's cgroup: ") + e.what(), kFixHint);
+    if (!e.hint().empty()) throw Error(e).as(ErrorKind::limits);
+    throw Error(std::string("cannot set up the run's cgroup: ") + e.what(), kFixHint).as(ErrorKind::limits);
   }
 }
 

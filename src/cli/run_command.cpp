@@ -10,7 +10,6 @@
 
 #include "cli.hpp"
 #include "log.hpp"
-#include "result_json.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/executor.hpp"
 #include "sandboxrun/fd.hpp"
@@ -263,8 +262,7 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
       if (r.outcome.stdout_truncated || r.outcome.stderr_truncated)
         log::warn("the program's output was cut at output_limit ({} per stream)",
                   format_size(r.spec->limits.output_bytes));
-      if (std::string line = core::denied_summary(core::denied_to_json(r.outcome.denied, r.network)); !line.empty())
-        log::warn("{}", line);
+      if (auto denied = DeniedRecord::of(r.outcome.denied, r.network)) log::warn("{}", denied->summary());
       explain_end(r, opt.file);
     }
     return r.exit_code;
@@ -272,7 +270,10 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
     // The configuration could not be loaded, or the audit log could not record the run.
     log::error("{}", e.describe());
     if (opt.json) {
-      nlohmann::json j = {{"status", "error"}, {"exit_code", exit_code::setup_failed}, {"error", e.describe()}};
+      nlohmann::json j = {{"status", "error"},
+                          {"exit_code", exit_code::setup_failed},
+                          {"error", e.describe()},
+                          {"error_kind", to_string(e.kind())}};
       std::string text = j.dump() + "\n";
       write_all(1, text.data(), text.size());
     }

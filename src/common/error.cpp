@@ -15,6 +15,20 @@ std::string compose(const std::string& what, int err) {
 Error::Error(std::string what, std::string hint, int err)
     : std::runtime_error(compose(what, err)), errno_(err), hint_(std::move(hint)) {}
 
+const char* to_string(ErrorKind kind) noexcept {
+  switch (kind) {
+    case ErrorKind::usage: return "usage";
+    case ErrorKind::config: return "config";
+    case ErrorKind::image: return "image";
+    case ErrorKind::limits: return "limits";
+    case ErrorKind::audit: return "audit";
+    case ErrorKind::deps: return "deps";
+    case ErrorKind::host: return "host";
+    case ErrorKind::other: break;
+  }
+  return "other";
+}
+
 std::string Error::describe() const {
   std::string s = what();
   if (!hint_.empty()) s += " (" + hint_ + ")";

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "sandboxrun/error.hpp"
 #include "common/size.hpp"
@@ -23,6 +24,43 @@ std::string describe(const YAML::Node& node) {
   return "nothing";
 }
 
+// Levenshtein distance, for "did you mean".
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Every mapping of the document, checked for a key given twice.
+void check_duplicates(const StrictYaml& r, const YAML::Node& node) {
+  if (node.IsSequence()) {
+    for (const auto& child : node) check_duplicates(r, child);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, YAML::Mark> seen;
+  for (const auto& kv : node) {
+    if (kv.first.IsScalar()) {
+      auto [it, fresh] = seen.emplace(kv.first.Scalar(), kv.first.Mark());
+      if (!fresh)
+        throw Error(r.where(kv.first.Mark()) + ": key '" + kv.first.Scalar() + "' is given twice (first at line " +
+                        std::to_string(it->second.line + 1) + "); YAML would use the last one without a word",
+                    "keep one of them in " + r.file().string())
+            .as(ErrorKind::config);
+    }
+    check_duplicates(r, kv.second);
+  }
+}
+
 std::string format_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
@@ -32,11 +70,14 @@ std::string format_number(double v) {
 }  // namespace
 
 YAML::Node StrictYaml::parse(const std::string& text) const {
+  YAML::Node doc;
   try {
-    return YAML::Load(text);
+    doc = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw Error(where(e.mark) + ": invalid YAML: " + e.msg, "fix the syntax of " + file_.string());
+    throw Error(where(e.mark) + ": invalid YAML: " + e.msg, "fix the syntax of " + file_.string()).as(ErrorKind::config);
   }
+  check_duplicates(*this, doc);
+  return doc;
 }
 
 std::string StrictYaml::where(const YAML::Mark& mark) const {
@@ -50,7 +91,8 @@ void StrictYaml::fail(const YAML::Node& node, const std::string& key, const std:
   const YAML::Mark mark = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
   throw Error(where(mark) + ": key '" + key + "': expected " + expected + ", got " +
                   (got.empty() ? describe(node) : got),
-              "fix the value in " + file_.string());
+              "fix the value in " + file_.string())
+      .as(ErrorKind::config);
 }
 
 void StrictYaml::check_keys(const YAML::Node& map, const std::string& key,
@@ -60,10 +102,28 @@ void StrictYaml::check_keys(const YAML::Node& map, const std::string& key,
   for (const auto& kv : map) {
     const std::string k = scalar(kv.first, name, "a key");
     if (std::find(known.begin(), known.end(), k) != known.end()) continue;
-    std::string list;
-    for (auto known_key : known) list += (list.empty() ? "" : ", ") + std::string(known_key);
-    fail(kv.first, join(key, k), "one of the known keys (" + list + ")", "an unknown key");
+    unknown_key(kv.first, join(key, k), std::span(known.begin(), known.size()));
   }
+}
+
+void StrictYaml::unknown_key(const YAML::Node& key_node, const std::string& key,
+                             std::span<const std::string_view> known) const {
+  std::string list;
+  for (auto known_key : known) list += (list.empty() ? "" : ", ") + std::string(known_key);
+  const std::string_view near = nearest(key_node.IsScalar() ? key_node.Scalar() : key, known);
+  fail(key_node, key, "one of the known keys (" + list + ")",
+       near.empty() ? "an unknown key" : "an unknown key (did you mean '" + std::string(near) + "'?)");
+}
+
+std::string_view StrictYaml::nearest(std::string_view key, std::span<const std::string_view> known) {
+  std::string_view best;
+  size_t best_distance = key.size() / 3 + 1;
+  for (auto k : known)
+    if (const size_t d = edit_distance(key, k); d < best_distance) {
+      best = k;
+      best_distance = d;
+    }
+  return best;
 }
 
 YAML::Node StrictYaml::require(const YAML::Node& map, const std::string& parent, const std::string& name,

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +24,9 @@ class StrictYaml {
 
   const std::filesystem::path& file() const noexcept { return file_; }
 
-  // Parses `text`, the contents of file(); a syntax error throws Error naming the file and line.
+  // Parses `text`, the contents of file(); a syntax error throws Error naming the file and line,
+  // and so does a key given twice in one mapping (naming both lines: YAML would let the last one
+  // win without a word).
   YAML::Node parse(const std::string& text) const;
   // "FILE:LINE" (1-based), or "FILE" when the mark has no line.
   std::string where(const YAML::Mark& mark) const;
@@ -38,6 +41,12 @@ class StrictYaml {
   // `map` must be a mapping whose keys are all in `known`; `key` names it ("" for the top level).
   void check_keys(const YAML::Node& map, const std::string& key,
                   std::initializer_list<std::string_view> known) const;
+  // Throws Error for the unknown key `key_node` (its full name `key`): the known keys, and the
+  // nearest of them when the key looks like a typo of it.
+  [[noreturn]] void unknown_key(const YAML::Node& key_node, const std::string& key,
+                                std::span<const std::string_view> known) const;
+  // The known key `key` is most likely a typo of (at most a third of its letters off), or "".
+  static std::string_view nearest(std::string_view key, std::span<const std::string_view> known);
 
   // map[name], which must be there: else fails on PARENT.NAME ("got nothing (the key is missing)")
   // at the line of `map`.

@@ -8,13 +8,13 @@ namespace sandboxrun::config_cache {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRSANDBOX\x02";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRSANDBOX\x03";  // bump the last byte when the encoding changes
 constexpr std::string_view kKind = "sandbox-config-";
 
 // Every setting must be written and read below. A changed size means a field was added or
 // removed: add it to put()/get() and bump kMagic, then update the sizes here (the unit test's
 // kEverySetting sets every key, so a field added into padding shows there).
-static_assert(sizeof(SandboxConfig) == 856 && sizeof(LevelSettings) == 456 && sizeof(PackageIndex) == 56 &&
+static_assert(sizeof(SandboxConfig) == 824 && sizeof(LevelSettings) == 424 && sizeof(PackageIndex) == 56 &&
                   sizeof(CgroupSettings) == 40 && sizeof(IdRanges) == 12,
               "SandboxConfig changed: store the new setting in config_cache.cpp");
 
@@ -69,7 +69,6 @@ void put_level(cache::Writer& w, const LevelSettings& l) {
   for (const auto* v : {&l.tmp_size, &l.output_limit, &l.work_size, &l.output_files_limit, &l.output_bytes_limit})
     put_opt(w, *v, u64);
   put_opt(w, l.seccomp_profile, [&](const std::filesystem::path& p) { w.str(p.string()); });
-  put_opt(w, l.cap_drop, strs);
   for (const auto* v : {&l.uid, &l.gid}) put_opt(w, *v, u32);
   put_opt(w, l.network_mode, [&](NetworkMode m) { w.u32(static_cast<uint32_t>(m)); });
   put_opt(w, l.network_allowlist, strs);
@@ -92,7 +91,6 @@ LevelSettings get_level(cache::Reader& in) {
   for (auto* v : {&l.tmp_size, &l.output_limit, &l.work_size, &l.output_files_limit, &l.output_bytes_limit})
     *v = get_opt<uint64_t>(in, u64);
   l.seccomp_profile = get_opt<std::filesystem::path>(in, [&] { return std::filesystem::path(in.str()); });
-  l.cap_drop = get_opt<std::vector<std::string>>(in, strs);
   for (auto* v : {&l.uid, &l.gid}) *v = get_opt<uint32_t>(in, u32);
   l.network_mode = get_opt<NetworkMode>(in, [&] { return static_cast<NetworkMode>(in.below(2)); });
   l.network_allowlist = get_opt<std::vector<std::string>>(in, strs);

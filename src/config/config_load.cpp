@@ -6,6 +6,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
+#include <span>
+#include <string_view>
 
 #include "sandboxrun/config.hpp"
 #include "config/config_cache.hpp"
@@ -73,6 +75,17 @@ std::map<std::string, std::string> read_extra_hosts(const StrictYaml& r, const Y
   return out;
 }
 
+// The keys read_level_key knows, and the rest of the top level's (for the known-keys message
+// and "did you mean").
+constexpr std::string_view kKnownKeys[] = {
+    "cpu_count", "mem_limit", "pids_limit", "timeout", "tmp_size", "output_limit", "work_size",
+    "output_files_limit", "output_bytes_limit", "security_opt", "cap_drop", "read_only", "user",
+    "network_mode", "network_allowlist", "extra_hosts", "allow_networks", "environment", "requirements",
+    // not per level:
+    "default_trust", "image", "input_limit", "input_files_limit", "host_memory_share", "cgroup", "landlock",
+    "id_ranges", "monitoring", "package_index", "cache_dir", "cache_max_size", "trust_levels"};
+constexpr size_t kLevelKeyCount = 19;
+
 // Reads one key of a level (or of the base); returns false if the key is not a level key.
 bool read_level_key(const StrictYaml& r, const std::string& key, const std::string& path, const YAML::Node& v,
                     LevelSettings& out) {
@@ -102,10 +115,9 @@ bool read_level_key(const StrictYaml& r, const std::string& key, const std::stri
       r.fail(v, path, "entries 'no-new-privileges' or 'seccomp=PATH' ('" + opt + "' is not supported)");
     }
   } else if (key == "cap_drop") {
-    auto caps = r.strings(v, path);
-    for (const auto& c : caps)
+    // Checked, then nothing more to do: the sandbox drops every capability whatever the list.
+    for (const auto& c : r.strings(v, path))
       if (!known_capability(c)) r.fail(v, path, "capability names such as ALL or NET_RAW ('" + c + "' is unknown)");
-    out.cap_drop = caps;
   } else if (key == "read_only") {
     if (!r.boolean(v, path))
       r.fail(v, path, "true: the image is shared between runs and always mounted read-only; write to /tmp");
@@ -230,14 +242,11 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
           std::string sk = r.scalar(s.first, key + "." + name, "a key");
           std::string path = key + "." + name + "." + sk;
           if (!read_level_key(r, sk, path, s.second, ls))
-            r.fail(s.first, path, "a per-level setting (cpu_count, mem_limit, pids_limit, timeout, tmp_size, "
-                                  "output_limit, work_size, output_files_limit, output_bytes_limit, security_opt, cap_drop, read_only, user, network_mode, "
-                                  "network_allowlist, extra_hosts, allow_networks, environment, requirements)",
-                   "an unknown key");
+            r.unknown_key(s.first, path, std::span(kKnownKeys).first(kLevelKeyCount));
         }
       }
     } else {
-      r.fail(kv.first, key, "a known setting (see config/sandbox.yaml for the schema)", "an unknown key");
+      r.unknown_key(kv.first, key, kKnownKeys);
     }
   }
   return cfg;
@@ -262,7 +271,7 @@ SandboxConfig load_sandbox_config(const std::filesystem::path& file) {
   try {
     text = read_file(file.string());
   } catch (const Error& e) {
-    throw Error(e.what(), "pass --config PATH or set SANDBOXRUN_CONFIG", e.sys_errno());
+    throw Error(e.what(), "pass --config PATH or set SANDBOXRUN_CONFIG", e.sys_errno()).as(ErrorKind::config);
   }
   const std::filesystem::path absolute = std::filesystem::absolute(file);
   const std::optional<std::filesystem::path> cache_dir = parsed_cache_dir();
@@ -294,7 +303,8 @@ std::filesystem::path find_config(const std::optional<std::string>& cli_path) {
     tried += (tried.empty() ? "" : ", ") + (dir / "sandbox.yaml").string();
   }
   throw Error("no sandbox.yaml found (looked at " + tried + ")",
-              "pass --config PATH, set SANDBOXRUN_CONFIG, or install the configuration (cmake --install)");
+              "pass --config PATH, set SANDBOXRUN_CONFIG, or install the configuration (cmake --install)")
+      .as(ErrorKind::config);
 }
 
 }  // namespace sandboxrun

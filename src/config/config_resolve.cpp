@@ -66,7 +66,6 @@ SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrid
   s.limits.output_total_bytes = pick(lv.output_bytes_limit, b.output_bytes_limit, defaults.output_total_bytes);
   s.seccomp_profile = pick(lv.seccomp_profile, b.seccomp_profile,
                            install_paths().data_dir / "policies/default.json");
-  s.cap_drop = pick(lv.cap_drop, b.cap_drop, std::vector<std::string>{"ALL"});
   s.uid = pick(lv.uid, b.uid, 1000u);
   s.gid = pick(lv.gid, b.gid, 1000u);
   s.network.mode = pick(lv.network_mode, b.network_mode, NetworkMode::none);

@@ -85,14 +85,6 @@ std::string tail_lines(const std::string& text, size_t lines, size_t max_bytes) 
   return t;
 }
 
-json connections_json(const net::EgressProxy& proxy) {
-  json conns = json::array();
-  for (const auto& c : proxy.records())
-    conns.push_back({{"host", c.host}, {"port", c.port}, {"address", c.address}, {"verdict", net::to_string(c.verdict)},
-                     {"reason", c.reason}, {"bytes_up", c.bytes_up}, {"bytes_down", c.bytes_down}});
-  return conns;
-}
-
 // Phase 1's sandbox: the untrusted level's settings with the limits above, the image of the run.
 SandboxSpec install_spec(const DepsInputs& in, const SandboxSpec& run_spec, const fs::path& out) {
   SandboxSpec s = resolve_spec(in.cfg, Trust::untrusted, {}, in.host);
@@ -139,8 +131,8 @@ std::vector<std::string> pip_args(const DepsInputs& in, const deps::Requirements
 
 // Runs phase 1 into build.out; returns the installed packages (from pip's report). Throws Error
 // with pip's reason when it fails.
-json install(const DepsInputs& in, const deps::Requirements& reqs, const SandboxSpec& run_spec,
-             const deps::BuildDir& build, json& record) {
+std::vector<InstalledPackage> install(const DepsInputs& in, const deps::Requirements& reqs, const SandboxSpec& run_spec,
+                                      const deps::BuildDir& build, DepsReport& record) {
   {
     // Written before the sandbox exists, into the build directory it will see.
     UniqueFd out(::open(build.out.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -171,7 +163,7 @@ json install(const DepsInputs& in, const deps::Requirements& reqs, const Sandbox
   size_t refusals = 0;
   if (proxy) {
     proxy->stop();
-    record["connections"] = connections_json(*proxy);
+    record.connections = proxy->report().connections;
     for (const auto& rec : proxy->records())
       // Refused by the policy, or allowed but never connected (no upstream address).
       if ((rec.verdict != net::Verdict::allowed || rec.address.empty()) && !rec.reason.empty() && ++refusals <= 3)
@@ -192,11 +184,12 @@ json install(const DepsInputs& in, const deps::Requirements& reqs, const Sandbox
   }
   UniqueFd out(::open(build.out.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   UniqueFd rep(out ? ::openat(out.get(), "report.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1);
-  if (!rep) return json::array();
+  if (!rep) return {};
   try {
-    return deps::installed_from_report(json::parse(read_fd(rep.get(), kMaxReportBytes, "pip's report")));
+    return deps::installed_from_report(json::parse(read_fd(rep.get(), kMaxReportBytes, "pip's report")))
+        .get<std::vector<InstalledPackage>>();
   } catch (const std::exception&) {
-    return json::array();  // the report is informative only: the manifest is what the cache trusts
+    return {};  // the report is informative only: the manifest is what the cache trusts
   }
 }
 
@@ -211,7 +204,7 @@ fs::path deps_cache_dir(const SandboxConfig& cfg) {
   return root / "deps";
 }
 
-DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, json& record) {
+DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, std::optional<DepsReport>& report) {
   deps::Requirements reqs;
   for (const auto& line : spec.requirements) reqs.lines.push_back(line);
   reqs = deps::parse_requirements(reqs.text(), in.cfg.file.string() + " (requirements)");
@@ -221,15 +214,15 @@ DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, json& record) {
   const auto started = std::chrono::steady_clock::now();
   const std::string python = image_python(spec);
   const std::string key = cache_key(reqs, in.image_digest, python, in.cfg.package_index);
-  record = {{"requirements", reqs.lines}, {"key", key}, {"python", python}, {"index", in.cfg.package_index.url},
-            {"cache", "hit"}, {"installed", json::array()}, {"connections", json::array()}};
-  auto finish = [&](const std::string& error) {
+  DepsReport& record = report.emplace();
+  record.requirements = reqs.lines;
+  record.key = key;
+  record.python = python;
+  record.index = in.cfg.package_index.url;
+  auto finish = [&](const std::optional<std::string>& error) {
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
-    record["duration_ms"] = static_cast<double>(us.count()) / 1000.0;
-    json ev = record;
-    ev["status"] = error.empty() ? "ok" : "failed";
-    if (!error.empty()) ev["error"] = error;
-    if (in.audit) in.audit(std::move(ev));
+    record.duration_ms = static_cast<double>(us.count()) / 1000.0;
+    if (in.audit) in.audit(record, error);
   };
 
   DepsHold hold;
@@ -244,12 +237,12 @@ DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, json& record) {
       hold.lock = cache.lock(key, /*exclusive=*/true);
       entry = cache.lookup(key, false, &damage);
       if (entry) {
-        record["cache"] = "hit";
-        record["waited_for_builder"] = true;
+        record.cache = "hit";
+        record.waited_for_builder = true;
       } else {
-        record["cache"] = "miss";
+        record.cache = "miss";
         if (!damage.empty()) {
-          record["rebuilt"] = damage;
+          record.rebuilt = damage;
           cache.remove(key);
         }
         const deps::BuildDir build = cache.make_build_dir();
@@ -258,7 +251,7 @@ DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, json& record) {
           const deps::BuildDir& b;
           ~Cleanup() { c.remove_build_dir(b); }
         } cleanup{cache, build};
-        json installed = install(in, reqs, spec, build, record);
+        const std::vector<InstalledPackage> installed = install(in, reqs, spec, build, record);
         json rec = {{"requirements", reqs.lines}, {"python", python}, {"image_digest", in.image_digest},
                     {"index", in.cfg.package_index.url}, {"installed", installed}};
         entry = cache.publish(build, key, rec);
@@ -267,16 +260,18 @@ DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, json& record) {
         try {
           const auto evicted = cache.gc(in.cfg.cache_max_size, false, key);
           if (!evicted.removed.empty() || !evicted.damaged.empty())
-            record["evicted"] = evicted.removed.size() + evicted.damaged.size();
+            record.evicted = evicted.removed.size() + evicted.damaged.size();
         } catch (const Error& e) {
-          record["eviction_error"] = e.describe();
+          record.eviction_error = e.describe();
         }
       }
       hold.lock.downgrade();
     }
-    record["installed"] = entry->record.value("installed", json::array());
-    record["bytes"] = entry->bytes;
-    record["files"] = entry->files;
+    // The entry's own manifest (written by the build above, then read back by every later run).
+    const auto installed = sandboxrun::record::read<std::vector<InstalledPackage>>(entry->record.value("installed", json::array()));
+    record.installed = installed.value_or(std::vector<InstalledPackage>{});
+    record.bytes = entry->bytes;
+    record.files = entry->files;
     spec.run_binds.push_back({cache.site(key), kSiteName, false});
   } catch (const Error& e) {
     finish(e.describe());
@@ -285,8 +280,8 @@ DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, json& record) {
   const std::string site = std::string("/run/") + kSiteName;
   auto it = spec.env.find("PYTHONPATH");
   spec.env["PYTHONPATH"] = it == spec.env.end() || it->second.empty() ? site : site + ":" + it->second;
-  record["path"] = site;
-  finish({});
+  record.path = site;
+  finish(std::nullopt);
   return hold;
 }
 

@@ -10,6 +10,7 @@
 #include "sandboxrun/config.hpp"
 #include "deps/deps.hpp"
 #include "sandboxrun/seccomp.hpp"
+#include "sandboxrun/result_records.hpp"
 #include "sandboxrun/spec.hpp"
 
 namespace sandboxrun::core {
@@ -29,7 +30,8 @@ struct DepsInputs {
   std::string image_digest;
   std::string requirements;        // the request's requirements text (may be empty)
   std::string requirements_origin; // its file name, for errors
-  std::function<void(nlohmann::json)> audit;  // appends one `deps` event
+  // Appends the `deps` event: the report, and the error when the phase failed.
+  std::function<void(const DepsReport&, const std::optional<std::string>& error)> audit;
 };
 
 // Held while phase 2 runs: a shared lock that keeps the entry from being evicted under it.
@@ -37,11 +39,11 @@ struct DepsHold {
   deps::KeyLock lock;
 };
 
-// With no requirements (config's and request's): does nothing and leaves `record` null.
+// With no requirements (config's and request's): does nothing and leaves `report` empty.
 // Otherwise binds the installed set read-only at /run/deps in `spec`, puts it on PYTHONPATH and
-// fills `record` (the result's `deps` object); the `deps` audit event is appended either way.
+// fills `report` (the result's `deps`); the `deps` audit event is appended either way.
 // Throws Error, with pip's own reason, when the set cannot be installed (nothing is cached).
-DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, nlohmann::json& record);
+DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, std::optional<DepsReport>& report);
 
 // The dependency cache: $SANDBOXRUN_CACHE_DIR/deps, else cache_dir: of sandbox.yaml, else the
 // default cache root's deps/ (/var/cache/sandboxrun/deps as root, ~/.cache/sandboxrun/deps).

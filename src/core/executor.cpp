@@ -54,19 +54,19 @@ void check_inputs(const RunRequest& req, const SandboxConfig& cfg, const std::st
     // The inputs manifest goes into run_start: it must fit an audit record.
     if ((path_bytes += f.path.size()) > OutputManifest::kMaxPathBytes)
       throw Error("the input paths together exceed " + std::to_string(OutputManifest::kMaxPathBytes) + " bytes",
-                  "pass fewer files or shorter names");
+                  "pass fewer files or shorter names").as(ErrorKind::usage);
     if (!plain_relative_path(f.path))
-      throw Error("input '" + f.path + "' is not a plain relative path inside /work", "name it like data/a.csv");
+      throw Error("input '" + f.path + "' is not a plain relative path inside /work", "name it like data/a.csv").as(ErrorKind::usage);
     if (!seen.insert(f.path).second)
-      throw Error("two files would be /work/" + f.path, "give the input another name (SRC:NAME)");
+      throw Error("two files would be /work/" + f.path, "give the input another name (SRC:NAME)").as(ErrorKind::usage);
     total += f.data.size();
   }
   if (req.inputs.size() > cfg.input_files_limit)
     throw Error(std::to_string(req.inputs.size()) + " input files; input_files_limit is " +
-                    std::to_string(cfg.input_files_limit), "pass fewer, or raise input_files_limit in sandbox.yaml");
+                    std::to_string(cfg.input_files_limit), "pass fewer, or raise input_files_limit in sandbox.yaml").as(ErrorKind::usage);
   if (total > cfg.input_limit)
     throw Error("the inputs hold " + format_size(total) + "; input_limit is " + format_size(cfg.input_limit),
-                "pass less, or raise input_limit in sandbox.yaml");
+                "pass less, or raise input_limit in sandbox.yaml").as(ErrorKind::usage);
 }
 
 
@@ -103,7 +103,11 @@ Executor Executor::open(const ExecutorOptions& options) {
       if (!im.profiles.count(profile)) im.profiles.emplace(profile, im.compile_profile(profile));
     }
   im.security = load_security_config(config_dir / "security.yaml", install_paths().data_dir);
-  im.audit.emplace(AuditLog::open(load_audit_config(config_dir / "audit.yaml"), options.audit_log));
+  try {
+    im.audit.emplace(AuditLog::open(load_audit_config(config_dir / "audit.yaml"), options.audit_log));
+  } catch (Error& e) {
+    throw std::move(e).as(ErrorKind::audit);  // a broken audit.yaml stays a config error
+  }
   im.cgroups = std::make_shared<const CgroupHost>(im.cfg.cgroup);
   if (options.warm && !options.single_run) {
     im.warm_pool = std::make_unique<core::WarmPool>([&im](Trust t) { return im.prepare_warm(t); });
@@ -120,9 +124,8 @@ const std::filesystem::path& Executor::audit_log_path() const { return impl_->au
 
 Assessment Executor::assess(std::string_view source) const { return assess_bytes(source, impl_->security); }
 
-Assessment Executor::Impl::assess_job(const RunRequest& req, json& stored) const {
+Assessment Executor::Impl::assess_job(const RunRequest& req, std::vector<CodeRef>& stored) const {
   Assessment a = assess_bytes(req.code, security);
-  stored = json::array();
   for (const auto& f : req.inputs) {
     if (!is_python(f.path)) continue;
     Assessment m = assess_bytes(f.data, security);
@@ -152,6 +155,7 @@ RunResult Executor::run(const RunRequest& req) const {
       throw Error("the request sets both stdin_fd and stdin_data", "give the program's stdin one way only");
   } catch (const Error& e) {
     r.error = e.describe();
+    r.error_kind = ErrorKind::usage;
     r.exit_code = exit_code::usage;
     return r;
   }
@@ -161,6 +165,7 @@ RunResult Executor::run(const RunRequest& req) const {
     claimed = !req.run_id || im.claim_run_id(*req.run_id);
   } catch (const Error& e) {
     r.error = "cannot check the run id: " + e.describe();
+    r.error_kind = ErrorKind::audit;
     r.exit_code = exit_code::setup_failed;
     return r;
   }
@@ -168,6 +173,7 @@ RunResult Executor::run(const RunRequest& req) const {
     r.error = Error("run id " + *req.run_id + " is already in the audit log " + im.audit->path().string(),
                     "choose a new --run-id, or leave it out for a random one")
                   .describe();
+    r.error_kind = ErrorKind::usage;
     r.exit_code = exit_code::usage;
     return r;
   }
@@ -179,55 +185,49 @@ RunResult Executor::run(const RunRequest& req) const {
   r.caller = req.caller;
   r.labels = req.labels;
 
-  json input_code;
+  std::vector<CodeRef> input_code;
   try {
     check_inputs(req, im.cfg, sandbox_script_name(req.name));
     for (const auto& f : req.inputs) r.inputs.push_back(record_of(f));
     r.assessment = im.assess_job(req, input_code);
   } catch (const Error& e) {
     r.error = e.describe();
+    r.error_kind = e.kind();
     r.exit_code = exit_code::setup_failed;
-    r.audit_seq = im.append("run_end", r, {{"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
+    r.audit_seq = im.append(audit::RunEndEvent{.status = "error", .exit_code = r.exit_code, .error = r.error}, r);
     return r;
   }
   const Assessment& a = r.assessment;
   // Stored and recorded when the next record is written, or while the sandbox sets itself up.
   Impl::RunRecords log(im, r);
-  const CodeRef ref = im.code_ref(req.code, req.name);
-  const json code = ref;
-  if (ref.stored) log.defer([&im, &req, sha = ref.sha256] { im.store_file(req.code, sha, /*code=*/true); });
-  const json findings = a.to_json()["findings"];
-  json assessed = {{"code", code}, {"level", to_string(a.level)}, {"score", a.score}, {"findings", findings}};
-  if (!input_code.empty()) assessed["input_code"] = input_code;
-  log.defer_record("assessment", std::move(assessed));
+  const CodeRef code = im.code_ref(req.code, req.name);
+  const audit::RunContext ctx{.code = code};
+  if (code.stored) log.defer([&im, &req, sha = code.sha256] { im.store_file(req.code, sha, /*code=*/true); });
+  log.defer_record(audit::AssessmentEvent{.run = ctx, .level = to_string(a.level), .score = a.score, .findings = a.findings,
+                                          .input_code = input_code.empty() ? std::nullopt : std::optional(input_code)});
 
+  r.decision = decide(a.level, r.decision.requested, req.override_reason, im.security, ProcessIdentity::of_this_process());
   // An override that the verdict needs must pass the policy, or the run is refused here.
-  if (req.override_reason && !steer_trust(a.level, r.decision.requested, false, im.security))
-    if (auto why = check_override(im.security.override_policy, *req.override_reason, ProcessIdentity::of_this_process(),
-                                  im.security.source.string())) {
-      r.decision.override_refused = *why;
-      r.status = RunStatus::blocked;
-      r.exit_code = exit_code::blocked;
-      r.error = "override refused: " + *why;
-      const std::string_view given = std::string_view(*req.override_reason).substr(0, OverridePolicy::kMaxReasonBytes);
-      r.audit_seq = log.append("override_refused",
-                               {{"code", code}, {"reason", given}, {"uid", ::getuid()}, {"why", *why},
-                               {"level", to_string(a.level)}, {"trust_requested", to_string(r.decision.requested)}});
-      return r;
-    }
-  r.decision.used = steer_trust(a.level, r.decision.requested, req.override_reason.has_value(), im.security);
+  if (const auto& why = r.decision.override_refused) {
+    r.status = RunStatus::blocked;
+    r.exit_code = exit_code::blocked;
+    r.error = "override refused: " + *why;
+    const std::string_view given = std::string_view(*req.override_reason).substr(0, OverridePolicy::kMaxReasonBytes);
+    r.audit_seq = log.append(audit::OverrideRefusedEvent{.run = ctx, .reason = std::string(given), .uid = ::getuid(),
+                                                         .why = *why, .level = to_string(a.level),
+                                                         .trust_requested = to_string(r.decision.requested)});
+    return r;
+  }
   if (r.decision.refused()) {
     r.status = RunStatus::blocked;
     r.exit_code = exit_code::blocked;
-    r.audit_seq = log.append("blocked",
-                             {{"code", code}, {"level", to_string(a.level)}, {"score", a.score},
-                             {"trust_requested", to_string(r.decision.requested)}});
+    r.audit_seq = log.append(audit::BlockedEvent{.run = ctx, .level = to_string(a.level), .score = a.score,
+                                                 .trust_requested = to_string(r.decision.requested)});
     return r;
   }
-  r.decision.overridden = req.override_reason && !steer_trust(a.level, r.decision.requested, false, im.security);
   if (r.decision.overridden)
-    log.defer_record("override", {{"code", code}, {"reason", *req.override_reason}, {"uid", ::getuid()},
-                                  {"level", to_string(a.level)}, {"trust_used", to_string(*r.decision.used)}});
+    log.defer_record(audit::OverrideEvent{.run = ctx, .reason = *req.override_reason, .uid = ::getuid(),
+                                          .level = to_string(a.level), .trust_used = to_string(*r.decision.used)});
   if (*r.decision.used != r.decision.requested)
     r.warnings.push_back("assessment " + std::string(to_string(a.level)) + " (score " + std::to_string(a.score) +
                          "): running as " + to_string(*r.decision.used) + " instead of " +
@@ -245,11 +245,16 @@ RunResult Executor::run(const RunRequest& req) const {
     if (!req.requirements.empty() || !launch.spec.requirements.empty()) {
       const SeccompProgram& untrusted = im.profile(resolve_spec(im.cfg, Trust::untrusted, {}, im.host).seccomp_profile);
       core::DepsInputs in{im.cfg, im.host, untrusted, r.run_id, r.image_digest, req.requirements,
-                          req.requirements_origin, [&](json ev) {
-                            ev["code"] = code;
-                            log.append("deps", std::move(ev));
+                          req.requirements_origin,
+                          [&](const DepsReport& report, const std::optional<std::string>& error) {
+                            log.append(audit::DepsEvent{.run = ctx, .deps = report,
+                                                        .status = error ? "failed" : "ok", .error = error});
                           }};
-      deps_hold = core::provide_deps(in, launch.spec, r.deps);
+      try {
+        deps_hold = core::provide_deps(in, launch.spec, r.deps);
+      } catch (Error& e) {
+        throw std::move(e).as(ErrorKind::deps);
+      }
       r.spec = launch.spec;
     }
   } catch (const Error& e) {
@@ -257,8 +262,8 @@ RunResult Executor::run(const RunRequest& req) const {
     r.status = RunStatus::error;
     r.exit_code = exit_code::setup_failed;
     r.error = e.describe();
-    r.audit_seq = log.append("run_end",
-                             {{"code", code}, {"status", "error"}, {"exit_code", r.exit_code}, {"error", r.error}});
+    r.error_kind = e.kind();
+    r.audit_seq = log.append(audit::RunEndEvent{.run = ctx, .status = "error", .exit_code = r.exit_code, .error = r.error});
     return r;
   }
   im.launch_and_record(req, r, launch, code, log, std::move(out_dir), entered, warm ? &*warm : nullptr);

@@ -17,6 +17,7 @@
 #include "warm_pool.hpp"
 #include "launch/netns_pool.hpp"
 #include "sandboxrun/audit.hpp"
+#include "sandboxrun/audit_events.hpp"
 #include "sandboxrun/executor.hpp"
 #include "sandboxrun/seccomp.hpp"
 
@@ -74,11 +75,16 @@ struct Executor::Impl {
   }
 
   // Every record of a run carries who it is for.
-  uint64_t append(const std::string& event, const RunResult& r, json fields) const {
-    if (r.caller) fields["caller"] = *r.caller;
-    if (!r.labels.empty()) fields["labels"] = r.labels;
+  template <class E>
+  uint64_t append(E e, const RunResult& r) const {
+    e.run.caller = r.caller;
+    e.run.labels = r.labels;
     std::lock_guard lock(audit_mu);
-    return audit->append(event, r.run_id, std::move(fields));
+    try {
+      return audit::append_event(*audit, r.run_id, e);
+    } catch (Error& err) {
+      throw std::move(err).as(ErrorKind::audit);
+    }
   }
   // Claims the run id in the audit log's index: false when a record or an earlier claim has it.
   bool claim_run_id(const std::string& id) const {
@@ -109,7 +115,7 @@ struct Executor::Impl {
 
   // The script and every .py input, assessed: the most severe verdict wins, and an input's
   // findings name its file. Each of them is kept in the code store (refs in `stored`).
-  Assessment assess_job(const RunRequest& req, json& stored) const;
+  Assessment assess_job(const RunRequest& req, std::vector<CodeRef>& stored) const;
   // The run's sandbox spec, image and seccomp program (everything but the launch). Throws Error.
   void prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch) const;
   // A sandbox for trust level `t` set up ahead (on the warm pool's thread), as prepare_launch
@@ -121,7 +127,7 @@ struct Executor::Impl {
   void collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir, const UniqueFd& out_dir,
                            std::vector<bool>& stored) const;
   // Launches the prepared request (in `warm` when set) and records what happened.
-  void launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
+  void launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const CodeRef& code,
                          RunRecords& log, UniqueFd out_dir, std::chrono::steady_clock::time_point entered,
                          core::WarmSandbox* warm) const;
   // ExecutorOptions::warm: declared late, so that its thread stops before the rest goes.
@@ -142,15 +148,17 @@ class Executor::Impl::RunRecords {
  public:
   RunRecords(const Impl& im, const RunResult& r) : im_(im), r_(r) {}
   void defer(std::function<void()> step) { pending_.push_back(std::move(step)); }
-  void defer_record(std::string event, json fields) {
-    defer([this, event = std::move(event), fields = std::move(fields)] { im_.append(event, r_, fields); });
+  template <class E>
+  void defer_record(E e) {
+    defer([this, e = std::move(e)] { im_.append(e, r_); });
   }
   void flush() {
     for (; !pending_.empty(); pending_.pop_front()) pending_.front()();
   }
-  uint64_t append(const std::string& event, json fields) {
+  template <class E>
+  uint64_t append(E e) {
     flush();
-    return im_.append(event, r_, std::move(fields));
+    return im_.append(std::move(e), r_);
   }
 
  private:

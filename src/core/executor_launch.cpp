@@ -5,7 +5,6 @@
 #include "deps_phase.hpp"
 #include "executor_impl.hpp"
 #include "image_resolve.hpp"
-#include "result_json.hpp"
 #include "common/size.hpp"
 #include "net/egress_proxy.hpp"
 
@@ -16,25 +15,12 @@ using nlohmann::json;
 namespace {
 
 // A manifest for the audit log: each entry says whether its bytes are in the object store.
-json records_to_json(const std::vector<FileRecord>& records, const std::vector<bool>& stored) {
-  json a = json::array();
-  for (size_t i = 0; i < records.size(); ++i) {
-    a.push_back(to_json(records[i]));
-    a.back()["stored"] = i < stored.size() && stored[i];
-  }
-  return a;
+std::vector<audit::ManifestEntry> manifest(const std::vector<FileRecord>& records, const std::vector<bool>& stored) {
+  std::vector<audit::ManifestEntry> out;
+  for (size_t i = 0; i < records.size(); ++i) out.push_back({records[i], i < stored.size() && stored[i]});
+  return out;
 }
 
-json network_to_json(const net::EgressProxy& proxy) {
-  auto c = proxy.counters();
-  json conns = json::array();
-  for (const auto& r : proxy.records())
-    conns.push_back({{"host", r.host}, {"port", r.port}, {"address", r.address},
-                     {"verdict", net::to_string(r.verdict)}, {"reason", r.reason},
-                     {"bytes_up", r.bytes_up}, {"bytes_down", r.bytes_down}});
-  return {{"allowed", c.allowed}, {"denied", c.denied}, {"bytes_up", c.bytes_up},
-          {"bytes_down", c.bytes_down}, {"records_dropped", c.records_dropped}, {"connections", conns}};
-}
 
 }  // namespace
 
@@ -91,7 +77,7 @@ core::WarmSandbox Executor::Impl::prepare_warm(Trust t) const {
   return w;
 }
 
-void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const json& code,
+void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, LaunchRequest& launch, const CodeRef& code,
                                        RunRecords& log, UniqueFd out_dir, std::chrono::steady_clock::time_point entered,
                                        core::WarmSandbox* warm) const {
   const SandboxSpec& spec = *r.spec;
@@ -106,19 +92,25 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   std::vector<bool> inputs_stored;
   for (size_t i = 0; i < req.inputs.size(); ++i)
     inputs_stored.push_back(store_file(req.inputs[i].data, r.inputs[i].sha256, is_python(req.inputs[i].path)));
-  json start = {{"code", code}, {"trust_requested", to_string(r.decision.requested)}, {"trust_used", to_string(spec.trust)},
-                {"limits", core::limits_to_json(spec)}, {"config_digest", cfg.digest}, {"config", cfg.file.string()},
-                {"image_digest", r.image_digest}, {"uid", ::getuid()}, {"args", req.args},
-                {"overridden", r.decision.overridden}, {"inputs", records_to_json(r.inputs, inputs_stored)}};
+  audit::RunStartEvent start{.run = {.code = code},
+                             .trust_requested = to_string(r.decision.requested),
+                             .trust_used = to_string(spec.trust),
+                             .limits = LimitsRecord::of(spec),
+                             .config_digest = cfg.digest,
+                             .config = cfg.file.string(),
+                             .image_digest = r.image_digest,
+                             .uid = ::getuid(),
+                             .args = req.args,
+                             .overridden = r.decision.overridden,
+                             .inputs = manifest(r.inputs, inputs_stored)};
   if (!req.env.empty()) {
-    json names = json::array();  // values may be credentials: the names say what was set
-    for (const auto& kv : req.env) names.push_back(kv.first);
-    start["env"] = std::move(names);
+    start.env.emplace();  // values may be credentials: the names say what was set
+    for (const auto& kv : req.env) start.env->push_back(kv.first);
   }
-  if (launch.id_slot) start["id_slot"] = core::id_slot_to_json(launch.id_slot->info());
+  if (launch.id_slot) start.id_slot = IdSlotRecord::of(launch.id_slot->info());
   log.defer([this, &req, &r, start = std::move(start)]() mutable {
-    if (std::optional<CodeDiff> diff = version_diff(req, r)) start["diff_from"] = *diff;
-    append("run_start", r, std::move(start));
+    start.diff_from = version_diff(req, r);
+    append(std::move(start), r);
   });
   // The records must be on disk before any untrusted code runs, but writing them and the sync
   // (an fdatasync, ~5 ms on some disks) need not delay the sandbox's setup: the launcher holds
@@ -131,7 +123,7 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   // Only the next run's diff_from reads it: written once this program runs.
   // The next sandbox set up ahead is made while this program runs, not while it starts (the two
   // would contend for the CPU and the kernel's mount locks).
-  launch.after_exec = [this, &req, &r, sha = code.value("sha256", "")] {
+  launch.after_exec = [this, &req, &r, sha = code.sha256] {
     set_latest_version(req, r, sha);
     if (warm_pool && core::fits_warm(req, security.max_bytes)) warm_pool->want(*r.decision.used);
   };
@@ -154,27 +146,26 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   } catch (const Error& e) {
     r.outcome = RunOutcome{};
     r.outcome.error = e.describe();
+    r.error_kind = e.kind() == ErrorKind::other ? ErrorKind::host : e.kind();
   }
   if (prepared_netns) netns->replenish();
-  json net_summary;
+  const audit::RunContext ctx{.code = code};
   if (proxy) {
     proxy->stop();
-    r.network = network_to_json(*proxy);
-    const net::ProxyCounters c = proxy->counters();
-    net_summary = {{"allowed", c.allowed}, {"denied", c.denied}};
+    r.network = proxy->report();
     // Every allowed connection is a record; refusals past the first kMaxRefusedListed are
     // counted in one, so a program cannot flood the log (and push older runs out) with them.
     uint64_t refused = 0;
-    for (const auto& rec : proxy->records()) {
-      if (rec.verdict != net::Verdict::allowed && ++refused > core::kMaxRefusedListed) continue;
-      log.append("network",
-             {{"code", code}, {"host", rec.host}, {"port", rec.port}, {"address", rec.address},
-              {"verdict", net::to_string(rec.verdict)}, {"reason", rec.reason},
-              {"bytes_up", rec.bytes_up}, {"bytes_down", rec.bytes_down}});
+    for (const auto& c : r.network->connections) {
+      if (c.verdict != "allowed" && ++refused > kMaxRefusedListed) continue;
+      log.append(audit::NetworkEvent{.run = ctx, .host = c.host, .port = c.port, .address = c.address,
+                                     .verdict = c.verdict, .reason = c.reason, .bytes_up = c.bytes_up,
+                                     .bytes_down = c.bytes_down});
     }
-    if (refused > core::kMaxRefusedListed)
-      log.append("network", {{"code", code}, {"verdict", "denied"}, {"omitted", refused - core::kMaxRefusedListed},
-                             {"reason", "more refused connections than are recorded one by one"}});
+    if (refused > kMaxRefusedListed)
+      log.append(audit::NetworkEvent{.run = ctx, .verdict = "denied",
+                                     .reason = "more refused connections than are recorded one by one",
+                                     .omitted = refused - kMaxRefusedListed});
   }
   std::vector<bool> outputs_stored;
   if (req.output_dir) collect_job_outputs(req, r, work_dir, out_dir, outputs_stored);
@@ -183,33 +174,34 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   r.exit_code = o.exit_code;
   r.signal = o.signal;
   r.error = o.error;
+  // pid 1 reported a failed step of its set-up (the error pipe): the host refused it.
+  if (!o.error.empty() && r.error_kind == ErrorKind::other) r.error_kind = ErrorKind::host;
   // A limit asked for and not granted is said, not only recorded in limits.adjustments.
   for (const auto& a : r.spec->adjustments)
     if (a.requested) r.warnings.push_back(a.limit + " " + a.from + " not granted, " + a.to + " applies: " + a.reason);
   for (const auto& d : o.degradations) r.warnings.push_back("degraded: " + d);
   r.warnings.insert(r.warnings.end(), o.warnings.begin(), o.warnings.end());
   if (o.status == RunStatus::oom || o.status == RunStatus::timeout)
-    log.append("limit", {{"code", code}, {"kind", to_string(o.status)}});
+    log.append(audit::LimitEvent{.run = ctx, .kind = to_string(o.status)});
   if (o.usage.pids_max_hits > 0)
-    log.append("limit", {{"code", code}, {"kind", "pids"}, {"refused_forks", o.usage.pids_max_hits}});
-  json end = {{"code", code}, {"status", to_string(o.status)}, {"exit_code", o.exit_code},
-              {"duration_ms", o.duration.count()}, {"resources", core::resources_to_json(o.usage)},
-              {"cgroup", o.cgroup_backend}};
-  if (!o.error.empty()) end["error"] = o.error;
-  if (o.stdout_truncated || o.stderr_truncated)
-    end["output_truncated"] = {{"stdout", o.stdout_truncated}, {"stderr", o.stderr_truncated}};
-  if (!o.degradations.empty()) end["degradations"] = o.degradations;
-  if (!net_summary.is_null()) end["network"] = net_summary;
+    log.append(audit::LimitEvent{.run = ctx, .kind = "pids", .refused_forks = o.usage.pids_max_hits});
+  audit::RunEndEvent end{.run = ctx,
+                         .status = to_string(o.status),
+                         .exit_code = o.exit_code,
+                         .duration_ms = static_cast<uint64_t>(o.duration.count()),
+                         .resources = ResourcesRecord::of(o.usage),
+                         .cgroup = o.cgroup_backend};
+  if (!o.error.empty()) end.error = o.error;
+  if (o.stdout_truncated || o.stderr_truncated) end.output_truncated = {o.stdout_truncated, o.stderr_truncated};
+  if (!o.degradations.empty()) end.degradations = o.degradations;
+  if (r.network) end.network = {r.network->allowed, r.network->denied};
   if (r.outputs) {
-    end["outputs"] = records_to_json(r.outputs->files, outputs_stored);
-    end["outputs_truncated"] = r.outputs->truncated;
-    end["outputs_skipped"] = r.outputs->skipped_count;
+    end.outputs = manifest(r.outputs->files, outputs_stored);
+    end.outputs_truncated = r.outputs->truncated;
+    end.outputs_skipped = r.outputs->skipped_count;
   }
-  if (json denied = core::denied_to_json(o.denied, r.network); !denied.is_null()) {
-    denied["code"] = code;
-    log.append("denied", std::move(denied));
-  }
-  r.audit_seq = log.append("run_end", std::move(end));
+  if (auto denied = DeniedRecord::of(o.denied, r.network)) log.append(audit::DeniedEvent{.run = ctx, .denied = *denied});
+  r.audit_seq = log.append(std::move(end));
 }
 
 void Executor::Impl::collect_job_outputs(const RunRequest& req, RunResult& r, const UniqueFd& work_dir,

@@ -53,7 +53,8 @@ ResolvedImage resolve_image(const std::string& where) {
   }
   throw Error("no image named '" + where + "' (looked at " + tried + ")",
               name == "default" ? "build it with `sandboxrun image build-default` (or scripts/build-image.sh in a checkout)"
-                                : "pass a rootfs directory or an OCI layout path, or put the layout in an image store");
+                                : "pass a rootfs directory or an OCI layout path, or put the layout in an image store")
+      .as(ErrorKind::image);
 }
 
 void apply_image(SandboxSpec& spec, const ResolvedImage& img) {

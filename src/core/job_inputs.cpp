@@ -152,8 +152,4 @@ FileRecord record_of(const InputFile& f) {
   return {f.path, f.data.size(), sha256_hex(f.data), f.mode};
 }
 
-nlohmann::json to_json(const FileRecord& r) {
-  return {{"path", r.path}, {"size", r.size}, {"sha256", r.sha256}, {"mode", r.mode}};
-}
-
 }  // namespace sandboxrun

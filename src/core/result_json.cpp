@@ -1,4 +1,4 @@
-#include "result_json.hpp"
+#include "sandboxrun/result_records.hpp"
 
 #include <tuple>
 
@@ -11,77 +11,52 @@ namespace sandboxrun {
 
 using nlohmann::json;
 
-namespace core {
-
-json limits_to_json(const SandboxSpec& spec) {
+LimitsRecord LimitsRecord::of(const SandboxSpec& spec) {
   const auto& l = spec.limits;
-  json adj = json::array();
-  for (const auto& a : spec.adjustments)
-    adj.push_back({{"limit", a.limit}, {"from", a.from}, {"to", a.to}, {"reason", a.reason}});
-  return {{"cpu_count", l.cpus},
-          {"mem_limit_bytes", l.memory_bytes},
-          {"pids_limit", l.pids},
-          {"timeout_s", l.timeout_s},
-          {"tmp_size_bytes", l.tmp_bytes},
-          {"output_limit_bytes", l.output_bytes},
-          {"work_size_bytes", l.work_bytes},
-          {"output_files_limit", l.output_files},
-          {"output_bytes_limit", l.output_total_bytes},
-          {"network_mode", to_string(spec.network.mode)},
-          {"adjustments", adj}};
+  LimitsRecord r{l.cpus,           l.memory_bytes, l.pids,         l.timeout_s,
+                 l.tmp_bytes,      l.output_bytes, l.work_bytes,   l.output_files,
+                 l.output_total_bytes, to_string(spec.network.mode), {}};
+  for (const auto& a : spec.adjustments) r.adjustments.push_back({a.limit, a.from, a.to, a.reason});
+  return r;
 }
 
-json resources_to_json(const CgroupUsage& u) {
-  return {{"cpu_ms", u.cpu_usec / 1000},
-          {"memory_peak_bytes", u.memory_peak},
-          {"pids_peak", u.pids_peak},
-          {"oom_kills", u.oom_kills},
-          {"pids_limit_hits", u.pids_max_hits}};
+ResourcesRecord ResourcesRecord::of(const CgroupUsage& u) {
+  return {u.cpu_usec / 1000, u.memory_peak, u.pids_peak, u.oom_kills, u.pids_max_hits};
 }
 
-json id_slot_to_json(const IdSlotInfo& slot) {
-  return {{"slot", slot.slot}, {"host_uid", slot.host_user}, {"host_gid", slot.host_user},
-          {"host_root_uid", slot.host_root}};
+IdSlotRecord IdSlotRecord::of(const IdSlotInfo& slot) {
+  return {slot.slot, slot.host_user, slot.host_user, slot.host_root};
 }
 
-json denied_to_json(const DeniedReport& d, const json& network) {
-  json calls = json::array();
-  for (const auto& s : d.syscalls) calls.push_back({{"name", s.name}, {"count", s.count}, {"first_args", s.first_args}});
-  json refused = json::array();
-  uint64_t refused_count = 0;
-  if (network.is_object() && network.contains("connections"))
-    for (const auto& c : network["connections"])
-      if (c.value("verdict", "") != "allowed" && ++refused_count <= kMaxRefusedListed)
-        refused.push_back({{"host", c.value("host", "")}, {"port", c.value("port", 0)}, {"reason", c.value("reason", "")}});
-  if (calls.empty() && d.other_count == 0 && !d.killed_by_seccomp && refused.empty()) return nullptr;
-  json j = {{"syscalls", calls}, {"network", refused}, {"answer", "EPERM"}};
+std::optional<DeniedRecord> DeniedRecord::of(const DeniedReport& d, const std::optional<NetworkReport>& network) {
+  DeniedRecord r;
+  for (const auto& s : d.syscalls) r.syscalls.push_back({s.name, s.count, s.first_args});
+  uint64_t refused = 0;
+  if (network)
+    for (const auto& c : network->connections)
+      if (c.verdict != "allowed" && ++refused <= kMaxRefusedListed) r.network.push_back({c.host, c.port, c.reason});
+  if (r.syscalls.empty() && d.other_count == 0 && !d.killed_by_seccomp && r.network.empty()) return std::nullopt;
   // Listed up to a bound: 10,000 refusals made a record too large for the log, and the run's
   // run_end was never written.
-  if (refused_count > refused.size()) j["network_refused_count"] = refused_count;
-  if (d.other_count) j["syscalls_other_count"] = d.other_count;
+  if (refused > r.network.size()) r.network_refused_count = refused;
+  r.syscalls_other_count = d.other_count;
   // A kill action cannot be answered; the payload's death by SIGSYS is how it shows.
-  if (d.killed_by_seccomp) j["killed"] = {{"signal", "SIGSYS"}, {"reason", "a call the profile kills (foreign ABI, TIOCSTI ...)"}};
-  return j;
+  if (d.killed_by_seccomp) r.killed = KilledRecord{"SIGSYS", "a call the profile kills (foreign ABI, TIOCSTI ...)"};
+  return r;
 }
 
-std::string denied_summary(const json& denied) {
-  if (!denied.is_object()) return {};
+std::string DeniedRecord::summary() const {
   std::string line;
   auto add = [&](const std::string& part) { line += (line.empty() ? "" : "; ") + part; };
   std::string calls;
-  for (const auto& s : denied["syscalls"])
-    calls += (calls.empty() ? "" : ", ") + s["name"].get<std::string>() + " x" + std::to_string(s["count"].get<uint64_t>());
-  if (denied.contains("syscalls_other_count"))
-    calls += (calls.empty() ? "" : ", ") + std::string("others x") + std::to_string(denied["syscalls_other_count"].get<uint64_t>());
+  for (const auto& s : syscalls) calls += (calls.empty() ? "" : ", ") + s.name + " x" + std::to_string(s.count);
+  if (syscalls_other_count) calls += (calls.empty() ? "" : ", ") + std::string("others x") + std::to_string(syscalls_other_count);
   if (!calls.empty()) add("syscalls " + calls + " (EPERM)");
-  if (!denied["network"].empty())
-    add("network " + std::to_string(denied.value("network_refused_count", denied["network"].size())) +
-        " connection(s) refused");
-  if (denied.contains("killed")) add("killed by seccomp (SIGSYS)");
+  if (!network.empty())
+    add("network " + std::to_string(network_refused_count.value_or(network.size())) + " connection(s) refused");
+  if (killed) add("killed by seccomp (SIGSYS)");
   return line.empty() ? line : "denied: " + line;
 }
-
-}  // namespace core
 
 namespace {
 
@@ -105,7 +80,7 @@ json RunResult::to_json() const {
             {"stdout_truncated", o.stdout_truncated},
             {"stderr_truncated", o.stderr_truncated},
             {"duration_ms", o.duration.count()},
-            {"resources", core::resources_to_json(o.usage)},
+            {"resources", ResourcesRecord::of(o.usage)},
             {"trust_requested", sandboxrun::to_string(decision.requested)},
             {"overridden", decision.overridden},
             {"assessment", assessment.to_json()},
@@ -123,15 +98,18 @@ json RunResult::to_json() const {
       }
     }
   if (signal) j["signal"] = signal;
-  if (!error.empty()) j["error"] = error;
+  if (!error.empty()) {
+    j["error"] = error;
+    j["error_kind"] = sandboxrun::to_string(error_kind);
+  }
   if (decision.override_refused) j["override_refused"] = *decision.override_refused;
   if (spec) {
     j["trust"] = sandboxrun::to_string(spec->trust);
-    j["limits"] = core::limits_to_json(*spec);
+    j["limits"] = LimitsRecord::of(*spec);
     j["cgroup"] = o.cgroup_backend;
     j["degradations"] = o.degradations;
     j["image_digest"] = image_digest;
-    j["id_slot"] = o.id_slot ? core::id_slot_to_json(*o.id_slot) : json(nullptr);
+    j["id_slot"] = o.id_slot ? json(IdSlotRecord::of(*o.id_slot)) : json(nullptr);
     j["landlock"] = {{"mode", sandboxrun::to_string(spec->landlock)},
                      {"abi", o.landlock_abi},
                      {"enforced", o.landlock_enforced}};
@@ -139,24 +117,21 @@ json RunResult::to_json() const {
     j["trust"] = nullptr;
     j["limits"] = nullptr;
   }
-  if (!network.empty()) j["network"] = network;
+  if (network) j["network"] = *network;
   j["caller"] = caller ? json(*caller) : json(nullptr);
   j["labels"] = labels;
-  json in = json::array();
-  for (const auto& f : inputs) in.push_back(sandboxrun::to_json(f));
-  j["inputs"] = in;
+  j["inputs"] = inputs;
   if (outputs) {
-    json files = json::array(), skipped = json::array();
-    for (const auto& f : outputs->files) files.push_back(sandboxrun::to_json(f));
+    json skipped = json::array();
     for (const auto& s : outputs->skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
-    j["outputs"] = files;
+    j["outputs"] = outputs->files;
     j["outputs_truncated"] = outputs->truncated;
     j["outputs_skipped"] = skipped;
     j["outputs_skipped_count"] = outputs->skipped_count;
     if (!outputs->error.empty()) j["outputs_error"] = outputs->error;
   }
-  if (json d = core::denied_to_json(o.denied, network); !d.is_null()) j["denied"] = d;
-  if (!deps.is_null()) j["deps"] = deps;
+  if (auto d = DeniedRecord::of(o.denied, network)) j["denied"] = *d;
+  if (deps) j["deps"] = *deps;
   auto ms = [](std::chrono::microseconds us) { return static_cast<double>(us.count()) / 1000.0; };
   j["timings_ms"] = {{"prepare", ms(prepare)},          {"cgroup", ms(o.timings.cgroup)},
                      {"spawn", ms(o.timings.spawn)},    {"run", ms(o.timings.run)},

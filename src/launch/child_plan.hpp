@@ -15,6 +15,7 @@
 
 #include "etc_files.hpp"
 #include "landlock.hpp"
+#include "mount_plan.hpp"
 
 namespace sandboxrun::launch {
 
@@ -30,15 +31,6 @@ struct ChildError {
   char detail[200];
 };
 
-// One input file written into /work by pid 1 (the program's): bytes owned by the launcher, alive
-// until the run ends.
-struct WorkFile {
-  std::string path;         // host-side path, under ChildPlan::work_dir
-  const char* data = nullptr;
-  size_t size = 0;
-  mode_t mode = 0644;
-};
-
 // Payload bytes of the control socket's messages, telling which fd a message carries.
 constexpr char kProxySocketTag = 'P';
 constexpr char kWorkDirTag = 'W';
@@ -50,27 +42,18 @@ struct ChildPlan {
   // `rootfs` below a private tmpfs on /tmp. pid 1 runs as an id slot's host uid, which cannot
   // search the host path of the image (a checkout in /root is 0700); the launcher can.
   UniqueFd root_tree;
-  std::string proc_dir, dev_dir, tmp_dir, run_dir, sandbox_dir;
-  std::vector<std::string> dev_node_host;    // "/dev/null", ...
-  std::vector<std::string> dev_node_target;  // "<rootfs>/dev/null", ...
-  std::string dev_pts, dev_shm;
-  std::string dev_tmpfs_opts, tmp_opts, shm_opts, run_opts;
   // RunBinds: host dir -> <rootfs>/run/NAME. The parent clones each source into a detached mount
   // (open_tree) with its flags already set, and pid 1 attaches it (move_mount): pid 1's ids in its
   // user namespace have no search permission on the host directories above the source (the
   // dependency cache is 0700), and a path opened before the clone is in another mount namespace.
-  std::vector<std::string> bind_target;
   std::vector<UniqueFd> bind_trees;
-  std::string work_dir, work_opts;           // "<rootfs>/work", tmpfs options
-  std::vector<std::string> work_subdirs;     // directories of the inputs, parents first
-  std::vector<WorkFile> work_files;          // the inputs (the script comes with the release)
+  EtcPlan etc;                               // /etc/hosts, /etc/hostname, /etc/resolv.conf, ...
+  std::string run_opts;                      // /run's tmpfs options (remounted read-only on release)
   bool pass_work_dir = false;                // send an fd of /work over control_write (--output)
-  EtcPlan etc;                               // /etc/hosts, /etc/hostname, /etc/resolv.conf
+  // Everything pid 1 does to the filesystem, in order (mount_plan.hpp).
+  std::vector<MountOp> mounts;
 
   // Paths after pivot_root.
-  std::vector<std::string> proc_readonly;    // /proc/sys, /proc/sysrq-trigger, ...
-  std::vector<std::string> proc_masked_files;
-  std::vector<std::string> proc_masked_dirs;
   std::string workdir;
 
   std::string hostname;
@@ -79,11 +62,9 @@ struct ChildPlan {
   bool id_slot = false;  // root launcher: ids map onto a slot, setgroups stays allowed
   bool proxy_socket = false;
   bool netns_prepared = false;  // cloned into a pooled namespace (NetnsPool): lo is up already
-  unsigned long root_remount_flags = 0;  // MS_* flags for the read-only remount of the root
   LandlockPlan landlock;
   // SandboxSpec::test_extra_writable_bind: a writable clone of a host directory for /mnt.
   UniqueFd test_bind_tree;
-  std::string test_bind_target;
 
   // fds (already open in the parent; inherited by the fork-like clone).
   int go_event = -1;     // eventfd the parent writes once ids and cgroup are in place
@@ -108,11 +89,9 @@ struct ChildPlan {
 
 // Child-side steps; each returns true or reports through the error pipe and returns false.
 [[noreturn]] void child_main(const ChildPlan& plan);
-bool setup_mounts(const ChildPlan& plan);
 bool setup_network(const ChildPlan& plan);
 // Sets `lo` of the caller's network namespace up: 0, or the errno. No allocation (pid 1 uses it).
 int bring_up_loopback() noexcept;
-bool setup_work(const ChildPlan& plan);
 // Creates `name` in `dirfd` (never through a symlink, never over a file) with these bytes and
 // exactly `mode`: the sandbox user's when `to_user`, else root's. No allocation (pid 1 uses it).
 bool write_new_file(const ChildPlan& plan, int dirfd, const char* name, const char* data, size_t size, mode_t mode,

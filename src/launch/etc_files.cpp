@@ -76,20 +76,6 @@ bool is_regular(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool fail(const ChildPlan& plan, const char* stage, const std::string& path) {
-  report_error(plan, stage, errno, path.c_str());
-  return false;
-}
-
-bool bind_readonly(const ChildPlan& plan, const std::string& src, const std::string& target,
-                   unsigned long flags) {
-  if (::mount(src.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) != 0)
-    return fail(plan, "bind /etc file", target);
-  if (::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | flags, nullptr) != 0)
-    return fail(plan, "remount /etc file read-only", target);
-  return true;
-}
-
 }  // namespace
 
 size_t EtcPlan::bytes() const {
@@ -107,7 +93,8 @@ void plan_etc_files(const SandboxSpec& spec, const std::string& host_rootfs, con
   if (::lstat(host_etc.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw Error("image rootfs " + host_rootfs + " has no directory /etc (or it is a symlink)",
                 "the sandbox's /etc/hosts, /etc/hostname and /etc/resolv.conf are mounted there; "
-                "use an image with an /etc directory");
+                "use an image with an /etc directory")
+        .as(ErrorKind::image);
   const std::string uid = std::to_string(spec.uid), gid = std::to_string(spec.gid);
   out.file_content = {hosts_file(spec), spec.hostname + "\n", resolv_conf(spec),
                       with_account(image_file(host_etc, "passwd"), spec.uid,
@@ -132,48 +119,6 @@ void plan_etc_files(const SandboxSpec& spec, const std::string& host_rootfs, con
     out.link_target.push_back(e.is_symlink() ? std::filesystem::read_symlink(e.path()).string()
                                              : "/run/sandboxrun/image-etc/" + name);
   }
-}
-
-bool write_etc_files(const ChildPlan& plan) {
-  const EtcPlan& etc = plan.etc;
-  if (::mkdir(etc.dir.c_str(), 0755) != 0) return fail(plan, "mkdir", etc.dir);
-  for (size_t i = 0; i < etc.file_path.size(); ++i) {
-    int fd = ::open(etc.file_path[i].c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-    if (fd < 0) return fail(plan, "create /etc file", etc.file_path[i]);
-    const bool ok = write_all(fd, etc.file_content[i].data(), etc.file_content[i].size());
-    const int saved = errno;
-    ::close(fd);
-    if (!ok) {
-      errno = saved;
-      return fail(plan, "write /etc file", etc.file_path[i]);
-    }
-  }
-  if (etc.shadow && ::mkdir(etc.image_etc_copy.c_str(), 0755) != 0) return fail(plan, "mkdir", etc.image_etc_copy);
-  return true;
-}
-
-bool mount_etc_files(const ChildPlan& plan) {
-  const EtcPlan& etc = plan.etc;
-  if (etc.shadow) {
-    if (!bind_readonly(plan, etc.image_etc, etc.image_etc_copy, etc.image_remount_flags)) return false;
-    if (::mount("tmpfs", etc.image_etc.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1m,mode=0755") != 0)
-      return fail(plan, "mount tmpfs over /etc", etc.image_etc);
-    for (size_t i = 0; i < etc.link_path.size(); ++i)
-      if (::symlink(etc.link_target[i].c_str(), etc.link_path[i].c_str()) != 0)
-        return fail(plan, "symlink in /etc", etc.link_path[i]);
-    for (const auto& t : etc.target) {
-      int fd = ::open(t.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-      if (fd < 0) return fail(plan, "create mount target", t);
-      ::close(fd);
-    }
-    if (::mount(nullptr, etc.image_etc.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                "size=1m,mode=0755") != 0)
-      return fail(plan, "remount /etc read-only", etc.image_etc);
-  }
-  for (size_t i = 0; i < etc.target.size(); ++i)
-    if (!bind_readonly(plan, etc.file_path[i], etc.target[i], MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC))
-      return false;
-  return true;
 }
 
 }  // namespace sandboxrun::launch

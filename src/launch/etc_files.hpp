@@ -43,9 +43,7 @@ void plan_etc_files(const SandboxSpec& spec, const std::string& host_rootfs, con
                     unsigned long root_remount_flags,
                     EtcPlan& out);
 
-// Child side, allocation-free. write_etc_files runs while /run is still writable;
-// mount_etc_files afterwards, before the root is remounted read-only and pivoted.
-bool write_etc_files(const ChildPlan& plan);
-bool mount_etc_files(const ChildPlan& plan);
+// pid 1 writes the files into /run while it is still writable and binds them afterwards, before
+// the root is remounted read-only and pivoted: mount_plan.cpp has the operations.
 
 }  // namespace sandboxrun::launch

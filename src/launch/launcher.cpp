@@ -91,25 +91,6 @@ unsigned long root_flags(const std::string& rootfs) {
   return flags;
 }
 
-// /work's tmpfs and what pid 1 writes into it before the release: the inputs (the program's),
-// with every directory they need, parents first. The script comes with the release.
-void add_work_files(const LaunchRequest& req, ChildPlan& p) {
-  const auto& spec = req.spec;
-  p.work_dir = p.rootfs + "/work";
-  p.work_opts = "size=" + std::to_string(spec.limits.work_bytes) + ",mode=0755,uid=" + std::to_string(spec.uid) +
-                ",gid=" + std::to_string(spec.gid);
-  if (!req.inputs) return;
-  std::set<std::string> dirs;
-  for (const auto& f : *req.inputs) {
-    for (auto slash = f.path.find('/'); slash != std::string::npos; slash = f.path.find('/', slash + 1))
-      dirs.insert(f.path.substr(0, slash));
-    p.work_files.push_back({p.work_dir + "/" + f.path, f.data.data(), f.data.size(), f.mode});
-  }
-  // std::set orders "a" before "a/b": parents come first.
-  for (const auto& d : dirs) p.work_subdirs.push_back(p.work_dir + "/" + d);
-  p.pass_work_dir = static_cast<bool>(req.on_work_dir);
-}
-
 void build_plan(const LaunchRequest& req, ChildPlan& p) {
   const auto& spec = req.spec;
   const std::string host_rootfs = std::filesystem::canonical(spec.rootfs).string();
@@ -120,25 +101,21 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
     if (!p.root_tree) throw_errno("cannot clone a mount of the image " + host_rootfs);
     p.rootfs = launch::kAttachedRoot;
   }
-  p.proc_dir = p.rootfs + "/proc";
-  p.dev_dir = p.rootfs + "/dev";
-  p.tmp_dir = p.rootfs + "/tmp";
-  p.run_dir = p.rootfs + "/run";
-  p.sandbox_dir = p.run_dir + "/sandbox";
-  for (const char* node : {"null", "zero", "full", "random", "urandom"}) {
-    p.dev_node_host.push_back(std::string("/dev/") + node);
-    p.dev_node_target.push_back(p.dev_dir + "/" + node);
-  }
-  p.dev_pts = p.dev_dir + "/pts";
-  p.dev_shm = p.dev_dir + "/shm";
-  p.dev_tmpfs_opts = "size=64k,nr_inodes=64,mode=0755";
-  p.tmp_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
-  p.shm_opts = "size=" + std::to_string(spec.limits.tmp_bytes) + ",mode=1777";
-  p.root_remount_flags = root_flags(host_rootfs);
-  launch::plan_etc_files(spec, host_rootfs, p.rootfs, p.root_remount_flags, p.etc);
+  launch::MountInputs m{.rootfs = p.rootfs,
+                        .root_tree = p.root_tree ? p.root_tree.get() : -1,
+                        .uid = spec.uid,
+                        .gid = spec.gid,
+                        .tmp_bytes = spec.limits.tmp_bytes,
+                        .work_bytes = spec.limits.work_bytes,
+                        .root_remount_flags = root_flags(host_rootfs),
+                        .etc = &p.etc,
+                        .inputs = req.inputs,
+                        .pass_work_dir = static_cast<bool>(req.on_work_dir)};
+  launch::plan_etc_files(spec, host_rootfs, p.rootfs, m.root_remount_flags, p.etc);
   p.max_script = std::max(req.max_script, req.script.size());
-  p.run_opts = "size=" + std::to_string(p.max_script + p.etc.bytes() + (1 << 20)) + ",mode=0755";
-  add_work_files(req, p);
+  m.run_bytes = p.max_script + p.etc.bytes() + (1 << 20);
+  p.run_opts = launch::run_tmpfs_options(m.run_bytes);
+  p.pass_work_dir = m.pass_work_dir;
   for (const auto& b : spec.run_binds) {
     if (b.name.empty() || b.name == "sandbox" || b.name == "sandboxrun" || b.name == "." || b.name == ".." || b.name.find('/') != std::string::npos)
       throw Error("bind name '" + b.name + "' is not one path component under /run", "report this as a bug");
@@ -151,13 +128,9 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
     attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (b.writable ? 0 : MOUNT_ATTR_RDONLY);
     if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)
       throw_errno("cannot set the flags of the bind of " + source);
+    m.run_binds.emplace_back(b.name, tree.get());
     p.bind_trees.push_back(std::move(tree));
-    p.bind_target.push_back(p.run_dir + "/" + b.name);
   }
-  p.proc_readonly = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
-  p.proc_masked_files = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
-                         "/proc/latency_stats"};
-  p.proc_masked_dirs = {"/proc/acpi", "/proc/scsi", "/proc/asound", "/proc/firmware"};
   p.workdir = spec.workdir;
   p.hostname = spec.hostname;
   p.uid = spec.uid;
@@ -169,8 +142,9 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
     p.test_bind_tree.reset(::open_tree(AT_FDCWD, spec.test_extra_writable_bind.c_str(),
                                        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
     if (!p.test_bind_tree) throw_errno("cannot clone a mount of " + spec.test_extra_writable_bind);
-    p.test_bind_target = p.rootfs + "/mnt";
+    m.test_bind_tree = p.test_bind_tree.get();
   }
+  p.mounts = launch::plan_mounts(m);
 
   p.wipe_begin = req.wipe_begin;
   p.wipe_end = req.wipe_end;
@@ -185,24 +159,24 @@ void validate_rootfs(const std::string& rootfs, const std::string& python) {
   if (rootfs.empty() || ::stat(rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw Error("image rootfs " + (rootfs.empty() ? std::string("(none configured)") : rootfs) +
                     " is not a directory",
-                "build the default image with `sandboxrun image build-default`, or set `image:` in sandbox.yaml", errno);
+                "build the default image with `sandboxrun image build-default`, or set `image:` in sandbox.yaml", errno).as(ErrorKind::image);
   // /work is a mount point too; images rarely have one, so it is added once (an empty directory,
   // like the image's own /tmp), the first time the image runs.
   const std::string work = rootfs + "/work";
   if (::mkdir(work.c_str(), 0755) != 0 && errno != EEXIST)
     throw Error("cannot create the mount point /work in image rootfs " + rootfs,
-                "create an empty directory work/ in the image (or make the image store writable)", errno);
+                "create an empty directory work/ in the image (or make the image store writable)", errno).as(ErrorKind::image);
   // Mount points must be real directories: a symlink here would redirect our mounts.
   for (const char* dir : {"proc", "dev", "tmp", "run", "work"}) {
     std::string p = rootfs + "/" + dir;
     if (::lstat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       throw Error("image rootfs " + rootfs + " has no directory /" + dir + " (or it is a symlink)",
-                  "the image needs /proc, /dev, /tmp, /run and /work directories as mount points");
+                  "the image needs /proc, /dev, /tmp, /run and /work directories as mount points").as(ErrorKind::image);
   }
   std::string py = rootfs + python;
   if (::access(py.c_str(), X_OK) != 0 && ::faccessat(AT_FDCWD, py.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0)
     throw Error("image rootfs " + rootfs + " has no interpreter " + python,
-                "use an image with python3 installed", errno);
+                "use an image with python3 installed", errno).as(ErrorKind::image);
 }
 
 // A launch between its clone and its release: what start() built and finish() uses. Members
@@ -421,15 +395,10 @@ RunOutcome PreparedSandbox::run(const LaunchRequest& req) {
   if (st.used) throw Error("a prepared sandbox runs once", "report this as a bug");
   // What shaped the sandbox before its release must be the run's own (the Executor builds both
   // from the same settings); the environment, argv and script come with the release.
-  const SandboxSpec& a = req.spec;
-  const SandboxSpec& b = st.spec;
-  const bool same = req.run_id == st.run_id && req.seccomp == st.seccomp && a.trust == b.trust &&
-                    a.limits == b.limits && a.rootfs == b.rootfs && a.hostname == b.hostname && a.uid == b.uid &&
-                    a.gid == b.gid && a.network.mode == b.network.mode && a.python == b.python &&
-                    a.workdir == b.workdir && a.run_binds.empty() && b.run_binds.empty() && a.cgroup == b.cgroup &&
-                    a.landlock == b.landlock && a.test_extra_writable_bind == b.test_extra_writable_bind;
+  const bool same = req.run_id == st.run_id && req.seccomp == st.seccomp && req.spec.shape() == st.spec.shape();
   if (!same || (req.inputs && !req.inputs->empty()) || req.stdin_fd >= 0 || req.stdin_data || req.on_work_dir ||
-      a.network.mode != NetworkMode::none || req.script.size() > st.plan.max_script)
+      !req.spec.run_binds.empty() || req.spec.network.mode != NetworkMode::none ||
+      req.script.size() > st.plan.max_script)
     throw Error("the run does not fit the sandbox prepared for it (settings, inputs, stdin or script size)",
                 "report this as a bug");
   st.used = true;

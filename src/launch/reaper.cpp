@@ -166,7 +166,7 @@ void child_main(const ChildPlan& plan) {
     report_error(plan, "setsid", errno, "leave the controlling terminal");
     ::_exit(125);
   }
-  if (!setup_mounts(plan)) ::_exit(125);
+  if (!run_mount_plan(plan)) ::_exit(125);
   if (::sethostname(plan.hostname.data(), plan.hostname.size()) != 0) {
     report_error(plan, "sethostname", errno, plan.hostname.c_str());
     ::_exit(125);

@@ -150,6 +150,14 @@ std::vector<ConnectionRecord> EgressProxy::records() const {
   return impl_->shared.records;
 }
 
+NetworkReport EgressProxy::report() const {
+  const ProxyCounters c = counters();
+  NetworkReport n{c.allowed, c.denied, c.bytes_up, c.bytes_down, c.records_dropped, {}};
+  for (const auto& r : records())
+    n.connections.push_back({r.host, r.port, r.address, to_string(r.verdict), r.reason, r.bytes_up, r.bytes_down});
+  return n;
+}
+
 ProxyCounters EgressProxy::counters() const {
   ProxyCounters c;
   {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sandboxrun/fd.hpp"
+#include "sandboxrun/result_records.hpp"
 #include "sandboxrun/spec.hpp"
 
 namespace sandboxrun::net {
@@ -63,6 +64,8 @@ class EgressProxy {
 
   std::vector<ConnectionRecord> records() const;  // thread-safe snapshot
   ProxyCounters counters() const;
+  // Counters and records as a run reports them (its result, its audit records).
+  NetworkReport report() const;
 
  private:
   struct Impl;

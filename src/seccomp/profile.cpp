@@ -111,7 +111,8 @@ class ProfileCompiler {
     try {
       doc = json::parse(text.begin(), text.end());
     } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
-      throw Error(source_ + ": not valid JSON: " + e.what(), "a seccomp profile is a JSON object in Docker's format");
+      throw Error(source_ + ": not valid JSON: " + e.what(), "a seccomp profile is a JSON object in Docker's format")
+          .as(ErrorKind::config);
     }
     if (!doc.is_object()) fail("top level", "must be a JSON object");
     check_keys(doc, "top level",
@@ -162,7 +163,7 @@ class ProfileCompiler {
 
  private:
   [[noreturn]] void fail(const std::string& where, const std::string& what, const std::string& hint = {}) const {
-    throw Error(source_ + ": " + where + ": " + what, hint);
+    throw Error(source_ + ": " + where + ": " + what, hint).as(ErrorKind::config);
   }
 
   void check_keys(const json& obj, const std::string& where, std::initializer_list<std::string_view> known) const {

@@ -2,6 +2,8 @@
 // every trust level (each level has its own seccomp profile).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.hpp"
@@ -182,7 +184,35 @@ for name, fam in (('af_alg', 38), ('af_vsock', 40), ('af_packet', 17)):
   EXPECT_NE(j["af_packet"], "ok");
 }
 
+namespace {
+
+// What `int 0x80` (getpid in the i386 table) does on this host outside any sandbox: 0 when the
+// call returns, else the signal that ended the process. Kernels without the i386 entry (booted
+// with ia32_emulation=0, some microVM and gVisor kernels) end it with SIGSEGV themselves.
+int host_int80_signal() {
+#if defined(__x86_64__)
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    long ret = 20;
+    asm volatile("int $0x80" : "+a"(ret) : : "memory");
+    ::_exit(ret > 0 ? 0 : 1);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+#else
+  return -1;
+#endif
+}
+
+}  // namespace
+
 TEST_P(Escape, Legacy32BitSyscallAbiKillsTheProcess) {
+  // The protection: no i386 system call runs inside. Where the host has the entry, the profile's
+  // kill (SIGSYS) is what stops it; where the host refuses the call itself, its refusal must
+  // still end the program before it goes on.
+  const int host = host_int80_signal();
+  ASSERT_TRUE(host == 0 || host == SIGSEGV) << "int 0x80 outside the sandbox: signal " << host;
   // mov eax, 20 (getpid in the i386 table); int 0x80; ret
   auto r = killed(R"(
 import mmap
@@ -193,7 +223,10 @@ addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
 ctypes.CFUNCTYPE(ctypes.c_int)(addr)()
 )");
   EXPECT_EQ(r["status"], "signaled") << r.dump();
-  EXPECT_EQ(r.value("signal", 0), 31) << "expected SIGSYS";
+  if (host == 0)
+    EXPECT_EQ(r.value("signal", 0), SIGSYS) << "expected SIGSYS";
+  else  // this host has no i386 entry: its own SIGSEGV ends the program, as it does outside
+    EXPECT_TRUE(r.value("signal", 0) == SIGSYS || r.value("signal", 0) == SIGSEGV) << r.dump();
   EXPECT_EQ(r["stdout"], "");
 }
 

@@ -76,6 +76,40 @@ TEST(Executor, RunsAndReportsTypedResults) {
 
 // single_run (the CLI): the result comes back while pid 1 finishes exiting; its remains (pid 1,
 // the cgroup) go with the Executor, which the caller drops once it has reported the result.
+// A service tells failures apart by kind, not by their text.
+TEST(Executor, FailuresCarryTheirKind) {
+  TempDir d;
+  Executor ex = Executor::open({.config = write_config(d), .audit_log = d.path() + "/audit.log"});
+  RunRequest req;
+  req.code = "print(1)\n";
+  req.image = "no-such-image";
+  RunResult r = ex.run(req);
+  EXPECT_EQ(r.status, RunStatus::error);
+  EXPECT_EQ(r.error_kind, ErrorKind::image) << r.error;
+  EXPECT_EQ(r.to_json().value("error_kind", ""), "image");
+  req.image.reset();
+  req.inputs = {{"../escape.csv", "x", 0644}};
+  r = ex.run(req);
+  EXPECT_EQ(r.error_kind, ErrorKind::usage) << r.error;
+  req.inputs.clear();
+  req.labels = {{"bad key!", "v"}};
+  r = ex.run(req);
+  EXPECT_EQ(r.error_kind, ErrorKind::usage) << r.error;
+  // A configuration that cannot be read is a config error before any run.
+  const std::string bad = d.write("dup.yaml", "timeout: 5\ntimeout: 6\n");
+  try {
+    Executor::open({.config = bad, .audit_log = d.path() + "/audit.log"});
+    ADD_FAILURE() << "opened a sandbox.yaml with a key given twice";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::config) << e.describe();
+  }
+  // A run that succeeds has no error and no kind in its JSON.
+  req.labels.clear();
+  r = ex.run(req);
+  EXPECT_EQ(r.status, RunStatus::exited) << r.error;
+  EXPECT_FALSE(r.to_json().contains("error_kind"));
+}
+
 TEST(Executor, ASingleRunsRemainsGoWithTheExecutor) {
   TempDir d;
   std::optional<Executor> ex;

@@ -133,3 +133,27 @@ TEST(Workload, DockersDefaultSeccompProfileWorksUnchanged) {
   // profile is in force.
   EXPECT_EQ(r.stdout_text(), "thread\nsub\nkexec_load -1 EPERM\nio_setup 0\n") << r.result.value("stderr", "");
 }
+
+// A program may lower its own scheduling (SCHED_BATCH/IDLE, posix_spawn's setscheduler), as under
+// Docker and podman; raising it still needs CAP_SYS_NICE, which no sandbox has, and the kernel
+// refuses that itself (EPERM from the kernel, not the profile: nothing shows up as denied).
+TEST(Workload, ProgramsMayLowerTheirSchedulingButNotRaiseIt) {
+  auto r = run_python(R"PY(import os, subprocess, sys
+# As CPython's own test_posix does: the spawned child sets the current policy again.
+pid = os.posix_spawn(sys.executable, [sys.executable, "-c", "import os; print(os.sched_getscheduler(0) == os.SCHED_OTHER)"],
+                     os.environ, scheduler=(os.sched_getscheduler(0), os.sched_param(0)))
+print(os.waitpid(pid, 0)[1])
+os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+print(os.sched_getscheduler(0) == os.SCHED_BATCH)
+os.sched_setparam(0, os.sched_param(0))
+try:
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+    print("raised")
+except PermissionError:
+    print("refused")
+)PY",
+                      {"--trust", "untrusted"});
+  EXPECT_EQ(r.result.value("exit_code", -1), 0) << r.result.value("stderr", "");
+  EXPECT_EQ(r.stdout_text(), "True\n0\nTrue\nrefused\n") << r.result.value("stderr", "");
+  EXPECT_FALSE(r.result.contains("denied")) << r.result["denied"].dump();
+}

@@ -143,3 +143,43 @@ TEST(OverridePolicyCheck, WhoMayOverride) {
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("nobody may override"), std::string::npos) << *why;
 }
+
+TEST(OverrideConfig, AKeyGivenTwiceIsRefused) {
+  std::string e = load_error("override: {min_reason_length: 12, min_reason_length: 40}\n");
+  EXPECT_NE(e.find("'min_reason_length' is given twice"), std::string::npos) << e;
+  e = load_error("override: {min_reason_lenth: 12}\n");
+  EXPECT_NE(e.find("did you mean 'min_reason_length'?"), std::string::npos) << e;
+}
+
+// One decision a run, from its verdict, the request and the override (with its policy).
+TEST(Decide, TheVerdictTightensAndOnlyAnAcceptedOverrideOpensABlock) {
+  TempDir d;
+  const SecurityConfig c =
+      load_security_config(d.write("security.yaml", kRules + "override: {allowed_uids: [4242]}\n"), kRoot);
+  const ProcessIdentity ops = user(4242, 4242), other = user(1000, 1000);
+  const std::optional<std::string> none, reason = "reviewed the socket use with the data team on ticket 88";
+
+  Decision low = decide(RiskLevel::low, Trust::trusted, none, c, other);
+  EXPECT_EQ(low.used, Trust::trusted);
+  EXPECT_FALSE(low.overridden);
+  EXPECT_EQ(decide(RiskLevel::high, Trust::trusted, none, c, other).used, Trust::untrusted);
+  // An override that is not needed changes nothing and is not checked (nor recorded).
+  Decision unneeded = decide(RiskLevel::medium, Trust::trusted, reason, c, other);
+  EXPECT_EQ(unneeded.used, Trust::unknown);
+  EXPECT_FALSE(unneeded.overridden);
+  EXPECT_FALSE(unneeded.override_refused);
+
+  Decision blocked = decide(RiskLevel::blocked, Trust::trusted, none, c, ops);
+  EXPECT_TRUE(blocked.refused());
+  EXPECT_FALSE(blocked.override_refused);
+  Decision accepted = decide(RiskLevel::blocked, Trust::trusted, reason, c, ops);
+  EXPECT_EQ(accepted.used, Trust::untrusted);
+  EXPECT_TRUE(accepted.overridden);
+  Decision not_allowed = decide(RiskLevel::blocked, Trust::trusted, reason, c, other);
+  EXPECT_TRUE(not_allowed.refused());
+  EXPECT_FALSE(not_allowed.overridden);
+  ASSERT_TRUE(not_allowed.override_refused);
+  Decision token = decide(RiskLevel::blocked, Trust::trusted, std::string("ok"), c, ops);
+  EXPECT_TRUE(token.refused());
+  EXPECT_TRUE(token.override_refused);
+}

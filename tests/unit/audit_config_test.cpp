@@ -107,5 +107,12 @@ TEST_F(AuditConfigTest, DefaultLocation) {
   }
 }
 
+TEST_F(AuditConfigTest, AKeyGivenTwiceIsRefused) {
+  const std::string e = error_for("sync: each\nstore_code: true\nsync: none\n");
+  EXPECT_NE(e.find("audit.yaml:3: key 'sync' is given twice (first at line 1)"), std::string::npos) << e;
+  const std::string typo = error_for("sync_bach: 8\n");
+  EXPECT_NE(typo.find("did you mean 'sync_batch'?"), std::string::npos) << typo;
+}
+
 }  // namespace
 }  // namespace sandboxrun

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "sandboxrun/audit.hpp"
+#include "sandboxrun/audit_events.hpp"
 #include "audit/audit_format.hpp"
 #include "audit/audit_verify.hpp"
 #include "sandboxrun/error.hpp"
@@ -339,13 +340,16 @@ class AuditCommand : public ::testing::Test {
     for (int i = 0; i < 2; ++i) {
       std::string id = "run-" + std::to_string(i);
       const std::string text = i == 0 ? "print(1)\nprint('same')\n" : "print(2)\nprint('same')\n";
-      auto code = log.store_code(text, "job.py");
-      log.append("assessment", id, {{"level", "LOW"}, {"score", 3}, {"code", code}});
-      json start = {{"trust_used", "untrusted"}, {"code", code}};
-      if (auto diff = log.track_version(std::nullopt, "job.py", text, id)) start["diff_from"] = *diff;
-      log.append("run_start", id, start, true);
-      log.append("run_end", id, {{"status", "exited"}, {"exit_code", i}, {"duration_ms", 120},
-                                 {"memory_peak_bytes", 10 << 20}, {"code", code}});
+      // The records the Executor writes, through the same types (sandboxrun/audit_events.hpp).
+      namespace ev = sandboxrun::audit;
+      const ev::RunContext ctx{.code = log.store_code(text, "job.py")};
+      ev::append_event(log, id, ev::AssessmentEvent{.run = ctx, .level = "LOW", .score = 3});
+      ev::RunStartEvent start{.run = ctx, .trust_used = "untrusted"};
+      start.diff_from = log.track_version(std::nullopt, "job.py", text, id);
+      ev::append_event(log, id, start, true);
+      ev::append_event(log, id,
+                       ev::RunEndEvent{.run = ctx, .status = "exited", .exit_code = i, .duration_ms = 120,
+                                       .resources = sandboxrun::ResourcesRecord{.memory_peak_bytes = 10 << 20}});
     }
   }
   int run(std::vector<std::string> args, std::string* out = nullptr) {
@@ -396,6 +400,7 @@ TEST_F(AuditCommand, ShowTableRunAndDiff) {
   EXPECT_EQ(s["trust"], "untrusted");
   EXPECT_EQ(s["file"], "job.py");
   EXPECT_EQ(s["duration_ms"], 120);
+  EXPECT_EQ(s["memory_peak_bytes"], 10 << 20);  // run_end's resources, as the Executor writes them
   EXPECT_EQ(run({"show", "--log", path_.string(), "--run", "run-1", "--json"}, &out), 0);
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3);
   EXPECT_EQ(run({"show", "--log", path_.string(), "--diff", "run-1"}, &out), 0);

@@ -72,7 +72,7 @@ std::string opt(const std::optional<T>& v) {
 std::string describe(const LevelSettings& l) {
   return opt(l.cpu_count) + "|" + opt(l.mem_limit) + "|" + opt(l.pids_limit) + "|" + opt(l.timeout) + "|" +
          opt(l.tmp_size) + "|" + opt(l.output_limit) + "|" + opt(l.work_size) + "|" + opt(l.output_files_limit) + "|" +
-         opt(l.output_bytes_limit) + "|" + opt(l.seccomp_profile) + "|" + opt(l.cap_drop) + "|" + opt(l.uid) + "|" +
+         opt(l.output_bytes_limit) + "|" + opt(l.seccomp_profile) + "|" + opt(l.uid) + "|" +
          opt(l.gid) + "|" + opt(l.network_mode) + "|" + opt(l.network_allowlist) + "|" + opt(l.extra_hosts) + "|" +
          opt(l.allow_networks) + "|" + opt(l.environment) + "|" + opt(l.requirements);
 }

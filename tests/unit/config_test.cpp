@@ -319,3 +319,55 @@ TEST(Config, BadDependencySettingsNameTheKeyAndLine) {
     EXPECT_NE(err.find(c.must_contain), std::string::npos) << c.yaml << " -> " << err;
   }
 }
+
+// A key given twice is refused with both lines: YAML itself lets the last one win, so the
+// README's way to raise a limit (a line added at the top of a copied config) silently did nothing.
+TEST(Config, AKeyGivenTwiceNamesBothLines) {
+  const std::string e = error_of("output_limit: 10m\ncpu_count: 1\noutput_limit: 1m\n");
+  EXPECT_NE(e.find("/etc/sr/sandbox.yaml:3"), std::string::npos) << e;
+  EXPECT_NE(e.find("'output_limit' is given twice (first at line 1)"), std::string::npos) << e;
+  // Inside a level too.
+  const std::string nested = error_of("trust_levels:\n  trusted:\n    timeout: 5\n    timeout: 50\n");
+  EXPECT_NE(nested.find(":4: key 'timeout' is given twice (first at line 3)"), std::string::npos) << nested;
+  // The same key in two different mappings is fine.
+  EXPECT_EQ(error_of("timeout: 5\ntrust_levels:\n  trusted:\n    timeout: 50\n"), "");
+}
+
+TEST(Config, AnUnknownKeySuggestsTheNearestKnownOne) {
+  const std::string top = error_of("mem_limt: 1g\n");
+  EXPECT_NE(top.find("did you mean 'mem_limit'?"), std::string::npos) << top;
+  const std::string level = error_of("trust_levels:\n  trusted:\n    timout: 5\n");
+  EXPECT_NE(level.find("trust_levels.trusted.timout"), std::string::npos) << level;
+  EXPECT_NE(level.find("did you mean 'timeout'?"), std::string::npos) << level;
+  // A level names only the per-level keys: image is not one.
+  const std::string not_level = error_of("trust_levels:\n  trusted:\n    image: x\n");
+  EXPECT_NE(not_level.find("unknown key"), std::string::npos) << not_level;
+  EXPECT_EQ(not_level.find("default_trust"), std::string::npos) << not_level;
+  // Nothing near: no guess.
+  const std::string far = error_of("frobnicate: 1\n");
+  EXPECT_NE(far.find("unknown key"), std::string::npos) << far;
+  EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
+}
+
+// What shapes a sandbox before its release is compared whole: a sandbox set up ahead never runs a
+// request whose /etc/hosts, binds or limits differ; what comes with the release does not count.
+TEST(SandboxShape, EverySettingBeforeTheReleaseCountsAndNothingElse) {
+  SandboxSpec a = resolve_spec(parse("timeout: 5\n"), Trust::untrusted, {}, big_host());
+  SandboxSpec b = a;
+  b.env["API_URL"] = "http://x";
+  b.requirements = {"six"};
+  b.adjustments.push_back({"mem_limit", "2g", "1g", "host", false});
+  EXPECT_TRUE(a.shape() == b.shape());
+  b = a;
+  b.network.extra_hosts["pypi.internal"] = "10.0.0.5";
+  EXPECT_FALSE(a.shape() == b.shape());
+  b = a;
+  b.run_binds.push_back({"/var/cache/x", "deps", false});
+  EXPECT_FALSE(a.shape() == b.shape());
+  b = a;
+  b.limits.tmp_bytes += 1;
+  EXPECT_FALSE(a.shape() == b.shape());
+  b = a;
+  b.seccomp_profile = "/other.json";
+  EXPECT_FALSE(a.shape() == b.shape());
+}
