@@ -38,6 +38,19 @@ add_custom_command(
   VERBATIM)
 add_custom_target(sandboxrun_archive ALL DEPENDS ${CMAKE_BINARY_DIR}/libsandboxrun.a)
 install(FILES ${CMAKE_BINARY_DIR}/libsandboxrun.a DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# The archive's prefix is the one it is installed to: `--prefix` (and cpack's /usr) is chosen after
+# the build, and a service that links the library may live anywhere (src/common/install_prefix.cpp).
+set(_sr_prefix_src ${PROJECT_SOURCE_DIR}/src/common/install_prefix.cpp)
+set(_sr_prefix_dir ${CMAKE_BINARY_DIR}/install-prefix)
+string(CONFIGURE [[
+  set(_sr_lib "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/@CMAKE_INSTALL_LIBDIR@/libsandboxrun.a")
+  file(WRITE "@_sr_prefix_dir@/prefix.hpp" [=[#define SANDBOXRUN_INSTALL_PREFIX "]=] "${CMAKE_INSTALL_PREFIX}" [=["
+]=])
+  execute_process(COMMAND "@CMAKE_CXX_COMPILER@" -O2 -include "@_sr_prefix_dir@/prefix.hpp" -c "@_sr_prefix_src@"
+                          -o "@_sr_prefix_dir@/install_prefix.cpp.o" COMMAND_ERROR_IS_FATAL ANY)
+  execute_process(COMMAND "@CMAKE_AR@" r "${_sr_lib}" "@_sr_prefix_dir@/install_prefix.cpp.o" COMMAND_ERROR_IS_FATAL ANY)
+]] _sr_install_prefix @ONLY)
+install(CODE "${_sr_install_prefix}")
 # A stripped install (`cmake --install --strip`, the .deb) drops the archive's debug sections:
 # CMake strips executables only, and they are nine tenths of the archive's size.
 install(CODE "if(CMAKE_INSTALL_DO_STRIP)

@@ -33,8 +33,9 @@ fi
 
 log "building build/sandboxrun"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-# Only the command: the tests, benchmarks and library archive are built by scripts/test.sh.
-cmake --build build -j"$(nproc)" --target sandboxrun
+# The command and the library archive (what `cmake --install build` installs); the tests and
+# benchmarks are built by scripts/test.sh.
+cmake --build build -j"$(nproc)" --target sandboxrun sandboxrun_archive
 
 log "default image (rootfs/default)"
 SANDBOXRUN="$PWD/build/sandboxrun" scripts/build-image.sh

@@ -6,6 +6,8 @@
 
 #include "sandboxrun/error.hpp"
 
+extern "C" const char* sandboxrun_install_prefix();  // install_prefix.cpp
+
 namespace sandboxrun {
 
 namespace {
@@ -53,7 +55,7 @@ const InstallPaths& install_paths() {
   static const InstallPaths paths = [] {
     std::error_code ec;
     std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return compute_install_paths(ec ? std::filesystem::path() : exe, SANDBOXRUN_SOURCE_DIR, SANDBOXRUN_INSTALL_PREFIX);
+    return compute_install_paths(ec ? std::filesystem::path() : exe, SANDBOXRUN_SOURCE_DIR, sandboxrun_install_prefix());
   }();
   return paths;
 }

@@ -144,6 +144,13 @@ TEST(Install, AServiceBuiltAgainstTheInstalledLibraryRunsJobs) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("exited, exit 0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("blocked, exit 126"), std::string::npos) << r.out;
+  // The installed configuration as shipped: its policies are relative, found in P/share, which the
+  // library knows from where it was installed (the service is nowhere near P/bin).
+  HiddenSourceData hidden;
+  auto shipped = run_program(build + "/example-service", {prefix + "/etc/sandboxrun", d.path() + "/shipped.log"},
+                             {"SANDBOXRUN_IMAGE_STORE=" + source_dir()});
+  EXPECT_EQ(shipped.exit_code, 0) << shipped.out << shipped.err;
+  EXPECT_NE(shipped.out.find("exited, exit 0"), std::string::npos) << shipped.out << shipped.err;
 }
 
 }  // namespace
