@@ -1,6 +1,6 @@
 // Analyzer internals shared by analyzer.cpp (tokens, statements, blocks, imports), analyzer_iter.cpp
-// (names bound by loops and classes) and
-// analyzer_values.cpp (bracket frames and the values that calls and subscripts produce).
+// (names bound by loops and classes), analyzer_values.cpp (bracket frames and the values that
+// subscripts and containers produce) and analyzer_calls.cpp (calls and the values they return).
 #pragma once
 
 #include <cstdint>
@@ -195,10 +195,52 @@ class Analyzer {
   void check_secret_use(std::string_view qual, const std::vector<ArgInfo>& args, uint32_t line);
   void note_wait(std::string_view qual);
   void check_syntax(const Token& t, uint32_t line, bool starts_statement);
+
+  // ---- calls (analyzer_calls.cpp) ----------------------------------------------------------
   void report_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line);
-
+  // A finished call: a method of a string constant, a call of a name (reported to the rules,
+  // then valued) or of anything else (an expression); its value.
   ArgInfo close_call(Frame& f);
+  // A method of a string constant: decode/encode/strip/lower/upper keep the value, join folds
+  // it, path methods are pathlib calls, any other computes.
+  ArgInfo string_method_value(Frame& f, bool decoded_args);
+  // 'p'.write_text(...): reported as pathlib.Path().METHOD with the path as argument 0, so path
+  // rules read it like open(); expanduser/resolve still return the path.
+  ArgInfo path_method_value(ArgInfo path, const Frame& f, bool decoded_args);
+  // SEP.join(ARG) in place: folded when ARG is reversed(), a constant or a list literal (short
+  // separators only), else computed.
+  void fold_join(ArgInfo& sep, const std::vector<ArgInfo>& args, uint32_t line);
+  // What a call tells the blocks around it: a `for` over an endless iterator, an exit that
+  // leaves the loops, a function that calls itself.
+  void note_control_flow(std::string_view qual, const std::vector<ArgInfo>& args);
+  // attrgetter("NAME")(obj): obj.NAME, reported as a reference (no call).
+  ArgInfo getter_call_value(const std::string& qual_text, const std::vector<ArgInfo>& args, uint32_t line);
+  // A call of the file's own function, or of a method of its class: what its def returns, when
+  // known (else nullptr). Constant fragments passed to a local function are checked first.
+  const ArgInfo* own_return_value(const std::string& qual_text, const std::vector<ArgInfo>& args, uint32_t line);
+  // os.path.join(...) and the like: the path text built, when any of it is constant.
+  static std::optional<ArgInfo> path_value(std::string_view qual, const std::vector<ArgInfo>& args,
+                                           bool decoded_args);
+  // Any other call of a name: the builtins below decide its value, else it is the call "q()".
+  ArgInfo named_call_value(const Frame& f, const std::string& qual_text, bool decoded_args);
+  // __import__/import_module: a constant name is an import and a module; anything else is a
+  // dynamic import (nullopt: the plain call).
+  std::optional<ArgInfo> import_value(std::string_view qual, const ArgInfo* a0, uint32_t line);
+  // getattr(obj, NAME): obj.NAME when both are known; computed and non-constant names are
+  // reported (nullopt: the plain call).
+  std::optional<ArgInfo> getattr_value(const std::vector<ArgInfo>& args, uint32_t line);
+  // attrgetter/methodcaller(NAME): as getattr; attrgetter of one name carries it to its call.
+  std::optional<ArgInfo> attrgetter_value(std::string_view qual, const std::vector<ArgInfo>& args, uint32_t line);
+  // globals()/locals()/vars(...): a namespace whose subscripts read names.
+  std::optional<ArgInfo> namespace_value(std::string_view qual, const std::vector<ArgInfo>& args, uint32_t line);
+  // reversed(constant) and chr(): text spelled backwards or as character codes.
+  std::optional<ArgInfo> character_value(std::string_view qual, const ArgInfo* a0, uint32_t line);
+  // A constant decoded at the call: the text, also analyzed as code when it looks like text.
+  ArgInfo decoded_value(const std::string& qual_text, std::string text, uint32_t line);
+  // exec/eval/compile of a constant: the constant is analyzed as code.
+  void read_exec_constant(std::string_view qual, const ArgInfo* a0, uint32_t line);
 
+  // A finished subscript and its value (analyzer_values.cpp).
   ArgInfo close_subscript(Frame& f);
 
   // ---- statements --------------------------------------------------------------------------
