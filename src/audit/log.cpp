@@ -507,10 +507,17 @@ AuditLog AuditLog::open(const AuditConfig& cfg, std::optional<std::filesystem::p
     impl->hasher = audit::RecordHasher(key);
     impl->kid = audit::key_id(key);
   }
-  const UniqueFd dir = audit::ensure_private_dir(impl->path.parent_path());
-  impl->lock_file = audit::lock_path(impl->path);
-  impl->lock_fd = open_trusted_at(dir.get(), impl->lock_file.filename().string(), O_RDWR | O_CREAT, 0600,
-                                  impl->lock_file);
+  // Said as the audit log's failure: "cannot create directory /nonexistent" alone names no fix.
+  try {
+    const UniqueFd dir = audit::ensure_private_dir(impl->path.parent_path());
+    impl->lock_file = audit::lock_path(impl->path);
+    impl->lock_fd = open_trusted_at(dir.get(), impl->lock_file.filename().string(), O_RDWR | O_CREAT, 0600,
+                                    impl->lock_file);
+  } catch (const Error& e) {
+    throw Error("cannot open the audit log " + impl->path.string() + ": " + e.what(),
+                e.hint().empty() ? "pass --audit-log PATH (or set path: in audit.yaml) to a writable place" : e.hint())
+        .as(ErrorKind::audit);
+  }
   impl->open_path();  // the first append looks again, under the lock
   impl->line.reserve(4096);
   return AuditLog(std::move(impl));

@@ -17,7 +17,7 @@ namespace {
 
 constexpr const char* kFixHint =
     "run as root, or from a systemd unit with Delegate=yes, or set cgroup.parent to a delegated "
-    "cgroup; or allow a degraded run without limits in the config";
+    "cgroup; or set cgroup.allow_degraded: true in sandbox.yaml to run without those limits";
 
 // Errors that say the host (permissions, delegation, missing controller files) cannot give us a
 // cgroup, as opposed to a caller mistake such as a reused run id.
@@ -95,7 +95,7 @@ std::unique_ptr<Cgroup> CgroupHost::create(const std::string& run_id, const Limi
     }
     // plan.detail already says what is missing and how to fix it.
     throw Error("cannot limit memory and pids: " + plan.detail,
-                "or allow a degraded run without limits in the config")
+                "or set cgroup.allow_degraded: true in sandbox.yaml to run without those limits")
         .as(ErrorKind::limits);
   }
   try {

@@ -94,28 +94,34 @@ SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrid
                     const std::string& why, bool requested = false) {
     s.adjustments.push_back({name, from, to, why, requested});
   };
+  // A caller who asked for more is told where the limit is raised.
+  const std::string level = to_string(trust);
+  auto tighten_only = [&](const char* option, const char* key) {
+    return std::string(option) + " may only tighten the trust level's limit; to raise it, set trust_levels." + level +
+           "." + key + " in a copy of sandbox.yaml and pass --config DIR";
+  };
 
   if (ov.timeout_s) {
     if (*ov.timeout_s < s.limits.timeout_s) s.limits.timeout_s = *ov.timeout_s;
     else if (*ov.timeout_s > s.limits.timeout_s)
-      adjust("timeout", num(*ov.timeout_s), num(s.limits.timeout_s), "--timeout may only tighten the trust level's limit", true);
+      adjust("timeout", num(*ov.timeout_s), num(s.limits.timeout_s), tighten_only("--timeout", "timeout"), true);
   }
   if (ov.memory_bytes) {
     if (*ov.memory_bytes < s.limits.memory_bytes) s.limits.memory_bytes = *ov.memory_bytes;
     else if (*ov.memory_bytes > s.limits.memory_bytes)
       adjust("mem_limit", format_size(*ov.memory_bytes), format_size(s.limits.memory_bytes),
-             "--memory may only tighten the trust level's limit", true);
+             tighten_only("--memory", "mem_limit"), true);
   }
   if (ov.cpus) {
     if (*ov.cpus < s.limits.cpus) s.limits.cpus = *ov.cpus;
     else if (*ov.cpus > s.limits.cpus)
-      adjust("cpu_count", num(*ov.cpus), num(s.limits.cpus), "--cpus may only tighten the trust level's limit", true);
+      adjust("cpu_count", num(*ov.cpus), num(s.limits.cpus), tighten_only("--cpus", "cpu_count"), true);
   }
   if (ov.pids) {
     if (*ov.pids < s.limits.pids) s.limits.pids = *ov.pids;
     else if (*ov.pids > s.limits.pids)
       adjust("pids_limit", std::to_string(*ov.pids), std::to_string(s.limits.pids),
-             "--pids may only tighten the trust level's limit", true);
+             tighten_only("--pids", "pids_limit"), true);
   }
 
   if (host.cpus_available > 0 && s.limits.cpus > host.cpus_available) {

@@ -51,9 +51,12 @@ ResolvedImage resolve_image(const std::string& where) {
     if (present(store / "images" / name / "oci-layout")) return from_path((store / "images" / name).string() + tag);
     tried += (tried.empty() ? "" : ", ") + (store / "rootfs" / name).string() + ", " + (store / "images" / name).string();
   }
+  // The images `image build-default` makes (scripts/build-image.sh) can be built by name.
+  const bool buildable = name == "default" || name == "science";
   throw Error("no image named '" + where + "' (looked at " + tried + ")",
-              name == "default" ? "build it with `sandboxrun image build-default` (or scripts/build-image.sh in a checkout)"
-                                : "pass a rootfs directory or an OCI layout path, or put the layout in an image store")
+              buildable ? "build it with `sandboxrun image build-default" + (name == "default" ? "" : " " + name) +
+                              "` (or scripts/build-image.sh " + name + " in a checkout)"
+                        : "pass a rootfs directory or an OCI layout path, or put the layout in an image store")
       .as(ErrorKind::image);
 }
 

@@ -91,6 +91,25 @@ TEST_F(UnprivilegedRun, UntrustedCodeIsRefusedWithoutEnforceableLimits) {
   auto r = run_binary(args, {}, kNobody);
   EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
   EXPECT_NE(r.err.find("cgroup"), std::string::npos) << "the message must say what the host lacks: " << r.err;
+  EXPECT_NE(r.err.find("cgroup.allow_degraded"), std::string::npos) << "and the setting that allows it: " << r.err;
+  // Trusted code too (the README says so): limits are what makes any level's promise.
+  auto trusted = run_args(false);
+  const std::string benign = dir.write("benign.py", "print(1)\n");
+  chmod(benign.c_str(), 0644);
+  trusted.insert(trusted.end(), {"--trust", "trusted", "--json", benign});
+  auto t = run_binary(trusted, {}, kNobody);
+  EXPECT_EQ(t.exit_code, 125) << t.out << t.err;
+  EXPECT_EQ(nlohmann::json::parse(t.out, nullptr, false).value("error_kind", ""), "limits") << t.out;
+}
+
+// A user with no writable home (a service account, HOME=/nonexistent): the default audit log
+// cannot be made, and the message says it is the audit log and how to put it elsewhere.
+TEST_F(UnprivilegedRun, NoWritableHomeNamesTheAuditLogAndTheOption) {
+  auto args = std::vector<std::string>{"--config", config(true), "--override", "probes the isolation", script};
+  auto r = run_binary(args, {"HOME=/nonexistent", "XDG_STATE_HOME="}, kNobody);
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
+  EXPECT_NE(r.err.find("audit log"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--audit-log"), std::string::npos) << r.err;
 }
 
 TEST_F(UnprivilegedRun, DegradedModeRunsInAUserNamespaceWithTheSameIsolation) {

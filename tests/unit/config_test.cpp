@@ -371,3 +371,17 @@ TEST(SandboxShape, EverySettingBeforeTheReleaseCountsAndNothingElse) {
   b.seccomp_profile = "/other.json";
   EXPECT_FALSE(a.shape() == b.shape());
 }
+
+// Asking for more than the level allows is refused with where the limit is raised.
+TEST(Config, AskingForMoreSaysWhereTheLimitIsRaised) {
+  RunOverrides ov;
+  ov.timeout_s = 10000;
+  ov.memory_bytes = 1ull << 40;
+  const SandboxSpec s = resolve_spec(parse("timeout: 5\n"), Trust::unknown, ov, big_host());
+  ASSERT_EQ(s.adjustments.size(), 2u);
+  EXPECT_TRUE(s.adjustments[0].requested);
+  EXPECT_NE(s.adjustments[0].reason.find("set trust_levels.unknown.timeout in a copy of sandbox.yaml and pass --config"),
+            std::string::npos)
+      << s.adjustments[0].reason;
+  EXPECT_NE(s.adjustments[1].reason.find("trust_levels.unknown.mem_limit"), std::string::npos) << s.adjustments[1].reason;
+}
