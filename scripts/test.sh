@@ -41,3 +41,35 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSANDBOXRUN
 cmake --build build-asan -j"$(nproc)"
 ctest --test-dir build-asan --output-on-failure --timeout 600 -j2 -L unit
 check_tmp
+
+# The fuzz targets, built with clang and libFuzzer (ASan+UBSan), each run for a bounded time from
+# its seed corpus: what the replay tests above cannot find. New inputs and any crash artifact stay
+# in build-fuzz/; a crash fails the run with libFuzzer's report.
+fuzz_seconds=${SANDBOXRUN_FUZZ_SECONDS:-30}
+echo "== fuzz targets (build-fuzz/, clang): ${fuzz_seconds} s each from the seed corpora"
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSANDBOXRUN_FUZZ=ON \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+fuzzers=()
+for src in tests/fuzz/*_fuzz.cpp; do fuzzers+=("$(basename "$src" .cpp)"); done
+cmake --build build-fuzz -j"$(nproc)" --target "${fuzzers[@]/#/fuzz_}"
+mkdir -p build-fuzz/fuzz-tmp build-fuzz/fuzz-artifacts
+for f in "${fuzzers[@]}"; do
+  corpus=${f%_fuzz}
+  extra=()
+  # Layers are larger than the other inputs: past the seeds' sizes, tar headers and gzip
+  # members come in numbers.
+  [[ $corpus == image_layer ]] && extra=(-max_len=262144)
+  mkdir -p "build-fuzz/fuzz-corpus/$corpus"
+  echo "-- $f"
+  rc=0
+  TMPDIR="$PWD/build-fuzz/fuzz-tmp" "build-fuzz/tests/fuzz_$f" -max_total_time="$fuzz_seconds" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="build-fuzz/fuzz-artifacts/$f-" "${extra[@]}" \
+    "build-fuzz/fuzz-corpus/$corpus" "tests/fuzz/corpus/$corpus" >"build-fuzz/fuzz-$f.log" 2>&1 || rc=$?
+  grep -E '^(Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb)' "build-fuzz/fuzz-$f.log" || true
+  if [[ $rc -ne 0 ]]; then
+    tail -n 60 "build-fuzz/fuzz-$f.log"
+    echo "fuzz target $f failed (exit $rc; its input is in build-fuzz/fuzz-artifacts/)"
+    exit 1
+  fi
+done
+check_tmp

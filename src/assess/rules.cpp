@@ -1,7 +1,6 @@
 // The rules' patterns and index, and the engine that matches analyzer facts against the rules
 // (rules_yaml.cpp reads the rules file).
 #include <algorithm>
-#include <ranges>
 
 #include "internal.hpp"
 #include "assess/assess_rules.hpp"
@@ -296,11 +295,16 @@ void RuleEngine::on_string(std::string_view value, uint32_t line) {
   for (size_t p = 0; p + 1 < value.size(); ++p) {
     const uint16_t pair = RuleSet::Index::byte_pair(value.data() + p);
     if (!test_bit(ix.string_pair_bits, pair)) continue;
-    // The first entry of `pair` in the sorted pairs (searched by position: the pairs are read
-    // in place), then its run.
-    const auto positions = std::views::iota(size_t{0}, ix.string_pairs.size());
-    auto first = std::ranges::partition_point(positions, [&](size_t i) { return ix.string_pairs[i].pair < pair; });
-    size_t at = static_cast<size_t>(first - positions.begin());
+    // The first entry of `pair` in the sorted pairs, then its run. Searched by position: the
+    // pairs are read in place (Packed has no random-access iterator), and std::views::iota,
+    // which would make positions a range, does not compile with clang 14 and libstdc++ 12 (the
+    // fuzzing build).
+    size_t at = 0;
+    for (size_t end = ix.string_pairs.size(); at < end;) {
+      const size_t mid = at + (end - at) / 2;
+      if (ix.string_pairs[mid].pair < pair) at = mid + 1;
+      else end = mid;
+    }
     for (; at < ix.string_pairs.size() && ix.string_pairs[at].pair == pair; ++at)
       set_bit(string_hits_, ix.string_pairs[at].position);
   }

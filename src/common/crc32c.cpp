@@ -3,8 +3,9 @@
 #include <array>
 #include <cstring>
 
+#include "common/cpu_features.hpp"
+
 #if defined(__x86_64__)
-#include <sys/platform/x86.h>
 #include <nmmintrin.h>
 #endif
 

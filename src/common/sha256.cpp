@@ -8,8 +8,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/cpu_features.hpp"
+
 #if defined(__x86_64__)
-#include <sys/platform/x86.h>
 #include <immintrin.h>
 #endif
 
