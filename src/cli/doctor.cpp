@@ -1,7 +1,10 @@
 // `sandboxrun doctor`: what this host supports, what is missing, and the fix for each.
 #include <linux/landlock.h>
 #include <sys/prctl.h>
+#include <sched.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +13,7 @@
 #include <iostream>
 
 #include "cli.hpp"
+#include "doctor_checks.hpp"
 #include "image_resolve.hpp"
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/config.hpp"
@@ -21,14 +25,6 @@ namespace sandboxrun::cli {
 
 namespace {
 
-struct Check {
-  std::string name;
-  bool ok;
-  bool required;
-  std::string detail;
-  std::string fix;
-};
-
 std::string read_first_line(const std::string& path) {
   std::ifstream f(path);
   std::string line;
@@ -36,18 +32,23 @@ std::string read_first_line(const std::string& path) {
   return line;
 }
 
+// unshare(CLONE_NEWUSER) in a child, as the launcher's clone will ask for it: 0, or the errno.
+int probe_userns() {
+  const pid_t pid = ::fork();
+  if (pid < 0) return errno;
+  if (pid == 0) ::_exit(::unshare(CLONE_NEWUSER) == 0 ? 0 : (errno & 0xff));
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return EIO;
+  return WEXITSTATUS(status);
+}
+
 Check check_userns() {
-  bool root = ::geteuid() == 0;
-  std::string max = read_first_line("/proc/sys/user/max_user_namespaces");
-  std::string unpriv = read_first_line("/proc/sys/kernel/unprivileged_userns_clone");
-  // Every sandbox has a user namespace: as root it maps onto an id slot, and root is exempt only
-  // from the unprivileged_userns_clone switch.
-  bool enabled = !max.empty() && max != "0" && (root || unpriv != "0");
-  std::string detail = "max_user_namespaces=" + (max.empty() ? std::string("?") : max);
-  if (!unpriv.empty()) detail += ", unprivileged_userns_clone=" + unpriv;
-  return {"user namespaces", enabled, true, detail,
-          root ? "sysctl -w user.max_user_namespaces=15000"
-               : "sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1, or run as root"};
+  return judge_userns({.root = ::geteuid() == 0,
+                       .max_user_namespaces = read_first_line("/proc/sys/user/max_user_namespaces"),
+                       .unprivileged_userns_clone = read_first_line("/proc/sys/kernel/unprivileged_userns_clone"),
+                       .apparmor_restrict_unprivileged =
+                           read_first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+                       .probe_errno = probe_userns()});
 }
 
 Check check_seccomp() {
@@ -87,10 +88,12 @@ Check check_cgroups(const CgroupSettings& settings) {
   CgroupSupport s = probe_cgroups(settings);
   std::string ctl;
   for (const auto& c : s.controllers) ctl += (ctl.empty() ? "" : ",") + c;
-  bool ok = s.can_limit_memory && s.can_limit_pids;
-  return {"cgroups", ok, true,
-          s.version + " controllers: " + (ctl.empty() ? "none" : ctl) + (s.detail.empty() ? "" : "; " + s.detail),
-          "run as root, or under a delegated cgroup (systemd Delegate=yes) and set cgroup.parent"};
+  struct statvfs fs {};
+  return judge_cgroups(
+      {.root = ::geteuid() == 0,
+       .fs_read_only = ::statvfs("/sys/fs/cgroup", &fs) == 0 && (fs.f_flag & ST_RDONLY),
+       .can_limit = s.can_limit_memory && s.can_limit_pids,
+       .summary = s.version + " controllers: " + (ctl.empty() ? "none" : ctl) + (s.detail.empty() ? "" : "; " + s.detail)});
 }
 
 Check check_image(const SandboxConfig& cfg) {

@@ -1,0 +1,49 @@
+// `sandboxrun doctor` judges hosts this machine is not: each case a host users have, with the
+// exact fix named (a probe's failure is the truth; the sysctls say why).
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "cli/doctor_checks.hpp"
+
+namespace {
+
+using sandboxrun::cli::CgroupFacts;
+using sandboxrun::cli::judge_cgroups;
+using sandboxrun::cli::judge_userns;
+using sandboxrun::cli::UsernsFacts;
+
+TEST(Doctor, UbuntusAppArmorRestrictionIsNamedWithItsFix) {
+  const auto c = judge_userns({.root = false, .max_user_namespaces = "63000", .unprivileged_userns_clone = "1",
+                               .apparmor_restrict_unprivileged = "1", .probe_errno = EACCES});
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.detail.find("apparmor_restrict_unprivileged_userns=1"), std::string::npos) << c.detail;
+  EXPECT_NE(c.fix.find("userns,"), std::string::npos) << c.fix;
+  EXPECT_NE(c.fix.find("kernel.apparmor_restrict_unprivileged_userns=0"), std::string::npos) << c.fix;
+}
+
+TEST(Doctor, NoUserNamespacesAtAll) {
+  const auto c = judge_userns({.root = true, .max_user_namespaces = "0", .probe_errno = ENOSPC});
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.fix.find("user.max_user_namespaces=15000"), std::string::npos) << c.fix;
+}
+
+TEST(Doctor, AContainerProfileThatRefusesTheCloneIsNotCalledFine) {
+  // The sysctls allow it; the probe was refused (a container's seccomp profile): never "ok".
+  const auto c = judge_userns({.root = true, .max_user_namespaces = "15000", .probe_errno = EPERM});
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.fix.find("seccomp"), std::string::npos) << c.fix;
+  EXPECT_TRUE(judge_userns({.root = false, .max_user_namespaces = "15000", .probe_errno = 0}).ok);
+}
+
+TEST(Doctor, CgroupsReadOnlyOrNotDelegated) {
+  const auto ro = judge_cgroups({.root = true, .fs_read_only = true, .can_limit = false, .summary = "v2"});
+  EXPECT_FALSE(ro.ok);
+  EXPECT_NE(ro.fix.find("read-only"), std::string::npos) << ro.fix;
+  EXPECT_NE(ro.fix.find("cgroup.allow_degraded"), std::string::npos) << ro.fix;
+  const auto user = judge_cgroups({.root = false, .fs_read_only = false, .can_limit = false, .summary = "v2"});
+  EXPECT_NE(user.fix.find("Delegate=yes"), std::string::npos) << user.fix;
+  EXPECT_TRUE(judge_cgroups({.root = false, .fs_read_only = true, .can_limit = true, .summary = "v2"}).ok);
+}
+
+}  // namespace
