@@ -204,7 +204,7 @@ fs::path deps_cache_dir(const SandboxConfig& cfg) {
   return root / "deps";
 }
 
-DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, std::optional<DepsReport>& report) {
+DepsHold provide_deps(const DepsInputs& in, const SandboxSpec& spec, std::optional<DepsReport>& report) {
   deps::Requirements reqs;
   for (const auto& line : spec.requirements) reqs.lines.push_back(line);
   reqs = deps::parse_requirements(reqs.text(), in.cfg.file.string() + " (requirements)");
@@ -272,15 +272,12 @@ DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, std::optional<Dep
     record.installed = installed.value_or(std::vector<InstalledPackage>{});
     record.bytes = entry->bytes;
     record.files = entry->files;
-    spec.run_binds.push_back({cache.site(key), kSiteName, false});
+    hold.site = RunBind{cache.site(key), kSiteName, false};
   } catch (const Error& e) {
     finish(e.describe());
     throw;
   }
-  const std::string site = std::string("/run/") + kSiteName;
-  auto it = spec.env.find("PYTHONPATH");
-  spec.env["PYTHONPATH"] = it == spec.env.end() || it->second.empty() ? site : site + ":" + it->second;
-  record.path = site;
+  record.path = std::string("/run/") + kSiteName;
   finish(std::nullopt);
   return hold;
 }

@@ -34,16 +34,20 @@ struct DepsInputs {
   std::function<void(const DepsReport&, const std::optional<std::string>& error)> audit;
 };
 
-// Held while phase 2 runs: a shared lock that keeps the entry from being evicted under it.
+// Held while phase 2 runs: a shared lock that keeps the entry from being evicted under it, and
+// the installed set to bind into the run (finalize_spec).
 struct DepsHold {
   deps::KeyLock lock;
+  std::optional<RunBind> site;
 };
 
-// With no requirements (config's and request's): does nothing and leaves `report` empty.
-// Otherwise binds the installed set read-only at /run/deps in `spec`, puts it on PYTHONPATH and
-// fills `report` (the result's `deps`); the `deps` audit event is appended either way.
-// Throws Error, with pip's own reason, when the set cannot be installed (nothing is cached).
-DepsHold provide_deps(const DepsInputs& in, SandboxSpec& spec, std::optional<DepsReport>& report);
+// With no requirements (config's and `spec`'s): does nothing and leaves `report` empty.
+// Otherwise returns the installed set as DepsHold::site (bound read-only at /run/deps and put on
+// PYTHONPATH by finalize_spec) and fills `report` (the result's `deps`); the `deps` audit event is
+// appended either way. `spec` is the run's with its image applied (the set is installed for its
+// interpreter). Throws Error, with pip's own reason, when the set cannot be installed (nothing is
+// cached).
+DepsHold provide_deps(const DepsInputs& in, const SandboxSpec& spec, std::optional<DepsReport>& report);
 
 // The dependency cache: $SANDBOXRUN_CACHE_DIR/deps, else cache_dir: of sandbox.yaml, else the
 // default cache root's deps/ (/var/cache/sandboxrun/deps as root, ~/.cache/sandboxrun/deps).

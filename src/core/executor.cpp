@@ -238,11 +238,9 @@ RunResult Executor::run(const RunRequest& req) const {
   core::DepsHold deps_hold;  // keeps the installed set from eviction until the run ends
   try {
     if (warm) launch.id_slot = warm->base.id_slot;
-    im.prepare_launch(req, r, launch);
-    if (warm && (*r.decision.used != warm->trust || r.image_digest != warm->image_digest)) warm.reset();
-    // Checked (and created) before anything starts.
+    // Checked (and created) before anything starts, the dependency phase included.
     if (req.output_dir) out_dir = open_output_dir(*req.output_dir);
-    if (!req.requirements.empty() || !launch.spec.requirements.empty()) {
+    im.prepare_launch(req, r, launch, [&](const SandboxSpec& spec) {
       const SeccompProgram& untrusted = im.profile(resolve_spec(im.cfg, Trust::untrusted, {}, im.host).seccomp_profile);
       core::DepsInputs in{im.cfg, im.host, untrusted, r.run_id, r.image_digest, req.requirements,
                           req.requirements_origin,
@@ -251,12 +249,13 @@ RunResult Executor::run(const RunRequest& req) const {
                                                         .status = error ? "failed" : "ok", .error = error});
                           }};
       try {
-        deps_hold = core::provide_deps(in, launch.spec, r.deps);
+        deps_hold = core::provide_deps(in, spec, r.deps);
       } catch (Error& e) {
         throw std::move(e).as(ErrorKind::deps);
       }
-      r.spec = launch.spec;
-    }
+      return deps_hold.site;
+    });
+    if (warm && (*r.decision.used != warm->trust || r.image_digest != warm->image_digest)) warm.reset();
   } catch (const Error& e) {
     // Nothing started: the run ends here, and the log says why.
     r.status = RunStatus::error;

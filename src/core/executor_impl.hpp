@@ -117,7 +117,10 @@ struct Executor::Impl {
   // findings name its file. Each of them is kept in the code store (refs in `stored`).
   Assessment assess_job(const RunRequest& req, std::vector<CodeRef>& stored) const;
   // The run's sandbox spec, image and seccomp program (everything but the launch). Throws Error.
-  void prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch) const;
+  // `deps`, when set, runs the dependency phase for a spec (with its image) that has
+  // requirements, and returns the installed set to bind. The spec is then final (finalize_spec).
+  using DepsStep = std::function<std::optional<RunBind>(const SandboxSpec&)>;
+  void prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch, const DepsStep& deps) const;
   // A sandbox for trust level `t` set up ahead (on the warm pool's thread), as prepare_launch
   // would set one up for a request that fits it (core::fits_warm). Throws Error.
   core::WarmSandbox prepare_warm(Trust t) const;

@@ -24,19 +24,18 @@ std::vector<audit::ManifestEntry> manifest(const std::vector<FileRecord>& record
 
 }  // namespace
 
-void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch) const {
-  SandboxSpec spec = resolve_spec(cfg, *r.decision.used, req.limits, host);
-  for (const auto& [k, v] : req.env) spec.env[k] = v;  // before what the run itself sets below
+void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchRequest& launch,
+                                    const DepsStep& deps) const {
+  SandboxSpec resolved = resolve_spec(cfg, *r.decision.used, req.limits, host);
   core::ResolvedImage img = core::resolve_image(req.image ? *req.image : cfg.image);
-  core::apply_image(spec, img);
   r.image_digest = img.digest;
-  if (spec.network.mode == NetworkMode::allowlist) {
-    net::validate_network_settings(spec.network);  // fail closed before anything starts
-    for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "PIP_PROXY"})
-      spec.env[k] = "http://127.0.0.1:3128";
-    spec.env["NO_PROXY"] = "";
-    spec.env["no_proxy"] = "";
+  std::optional<RunBind> deps_site;
+  if (deps && (!req.requirements.empty() || !resolved.requirements.empty())) {
+    SandboxSpec with_image = resolved;  // the interpreter the set is installed for
+    core::apply_image(with_image, img);
+    deps_site = deps(with_image);
   }
+  SandboxSpec spec = core::finalize_spec(std::move(resolved), req.env, img, deps_site);
   launch.seccomp = &profile(spec.seccomp_profile);
   launch.run_id = r.run_id;
   launch.script_name = req.name;
@@ -63,7 +62,7 @@ core::WarmSandbox Executor::Impl::prepare_warm(Trust t) const {
   RunRequest none;
   RunResult r;
   r.decision.used = t;
-  prepare_launch(none, r, w.base);
+  prepare_launch(none, r, w.base, {});
   if (w.base.spec.network.mode != NetworkMode::none || !w.base.spec.requirements.empty())
     throw Error("trust level " + std::string(to_string(t)) + " has network or requirements: no sandbox ahead");
   w.image_digest = r.image_digest;

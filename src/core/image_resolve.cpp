@@ -7,6 +7,7 @@
 #include "sandboxrun/fd.hpp"
 #include "image/image.hpp"
 #include "common/install_paths.hpp"
+#include "net/egress_proxy.hpp"
 
 namespace sandboxrun::core {
 
@@ -71,6 +72,26 @@ void apply_image(SandboxSpec& spec, const ResolvedImage& img) {
   }
   if (!present(spec.rootfs / "usr/bin/python3") && present(spec.rootfs / "usr/local/bin/python3"))
     spec.python = "/usr/local/bin/python3";
+}
+
+SandboxSpec finalize_spec(SandboxSpec spec, const std::map<std::string, std::string>& env, const ResolvedImage& img,
+                          const std::optional<RunBind>& deps) {
+  for (const auto& [k, v] : env) spec.env[k] = v;
+  apply_image(spec, img);
+  if (spec.network.mode == NetworkMode::allowlist) {
+    net::validate_network_settings(spec.network);
+    for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "PIP_PROXY"})
+      spec.env[k] = "http://127.0.0.1:3128";
+    spec.env["NO_PROXY"] = "";
+    spec.env["no_proxy"] = "";
+  }
+  if (deps) {
+    spec.run_binds.push_back(*deps);
+    const std::string site = "/run/" + deps->name;
+    auto it = spec.env.find("PYTHONPATH");
+    spec.env["PYTHONPATH"] = it == spec.env.end() || it->second.empty() ? site : site + ":" + it->second;
+  }
+  return spec;
 }
 
 }  // namespace sandboxrun::core
