@@ -28,6 +28,7 @@ enum class ErrorKind : uint8_t {
   audit,   // the audit log cannot record the run, so nothing runs
   deps,    // the dependency phase failed
   host,    // the host refused a step of the sandbox's set-up (namespaces, mounts, ids, seccomp)
+  interrupted,  // the launcher got SIGINT, SIGTERM or SIGHUP (Ctrl-C): the sandbox was killed
 };
 const char* to_string(ErrorKind kind) noexcept;  // "other", "usage", "config", ...
 

@@ -254,7 +254,7 @@ void print_record(const json& j) {
 }
 
 int cmd_show(const Resolved& r, bool as_json, const std::string& run, const std::string& diff,
-             const std::string& caller) {
+             const std::string& caller, size_t last) {
   if (!diff.empty()) {
     audit::print_code_diff(r.log, diff);
     return 0;
@@ -264,6 +264,7 @@ int cmd_show(const Resolved& r, bool as_json, const std::string& run, const std:
     if (!caller.empty())
       runs.erase(std::remove_if(runs.begin(), runs.end(), [&](const RunSummary& s) { return s.caller != caller; }),
                  runs.end());
+    if (last > 0 && runs.size() > last) runs.erase(runs.begin(), runs.end() - static_cast<std::ptrdiff_t>(last));
     if (as_json) {
       for (const auto& s : runs) std::cout << summary_json(s).dump() << "\n";
     } else {
@@ -381,7 +382,7 @@ int audit_command(const std::vector<std::string>& args,
   };
   bool as_json = false, no_objects = false;
   std::string key, run, caller, diff, grace = "1h";
-  size_t n = 10;
+  size_t n = 10, last = 0;
 
   CLI::App* verify = app.add_subcommand("verify", "check the hash chain and the stored objects; exit 0 when intact");
   add_common(verify);
@@ -394,6 +395,7 @@ int audit_command(const std::vector<std::string>& args,
   show->add_option("--run", run, "show the records of this run id");
   show->add_option("--diff", diff, "unified diff of this run's code against its diff_from (the previous version)");
   show->add_option("--caller", caller, "only the runs made for this caller (run --caller)");
+  show->add_option("--last", last, "only the last N runs (of those shown)")->check(CLI::Range(size_t{1}, size_t{1000000}));
   CLI::App* tail = app.add_subcommand("tail", "the last records");
   add_common(tail);
   tail->add_option("-n", n, "how many records")->check(CLI::Range(size_t{1}, size_t{1000000}));
@@ -420,7 +422,7 @@ int audit_command(const std::vector<std::string>& args,
   try {
     Resolved r = resolve(common, default_config);
     if (verify->parsed()) return cmd_verify(r, key, as_json, !no_objects);
-    if (show->parsed()) return cmd_show(r, as_json, run, diff, caller);
+    if (show->parsed()) return cmd_show(r, as_json, run, diff, caller, last);
     if (tail->parsed()) return cmd_tail(r, n, as_json);
     if (prune->parsed()) return cmd_prune_objects(r, grace);
     return cmd_repair(r);

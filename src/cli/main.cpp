@@ -1,5 +1,7 @@
 // sandboxrun: run untrusted Python with Docker-grade isolation, without a daemon.
 #include <cstring>
+#include <filesystem>
+#include <string_view>
 #include <iostream>
 
 #include "cli.hpp"
@@ -9,6 +11,7 @@
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
 #include "image/image.hpp"
+#include "common/yaml_strict.hpp"
 
 extern char** environ;
 
@@ -17,15 +20,26 @@ namespace {
 void usage() {
   std::cout <<
       R"(usage: sandboxrun [run] [options] FILE.py [-- ARGS...]
-       sandboxrun assess [--json] FILE.py
-       sandboxrun audit verify|show|tail|repair [--log PATH]
-       sandboxrun image unpack|ls|rm|build-default ...
+       sandboxrun assess [--json] [--config DIR] FILE.py...
+       sandboxrun audit verify|show|tail|repair|prune-objects [--log PATH]
+       sandboxrun image unpack|ls|rm|build-default [default|science] ...
        sandboxrun deps ls|rm|gc [--config PATH]
-       sandboxrun doctor
-       sandboxrun --version
+       sandboxrun doctor [--config PATH]
+       sandboxrun help | --version
 
-Run `sandboxrun run --help` for the run options.
+Run `sandboxrun run --help` for the run options, `sandboxrun COMMAND --help` for a command's.
 )";
+}
+
+constexpr std::string_view kCommands[] = {"run", "assess", "audit", "image", "deps", "doctor", "help"};
+
+// A first word that is no command and no file is a mistyped command, not a program to run:
+// `sandboxrun asess job.py` must not answer "cannot open asess" (127).
+bool looks_like_a_command(const std::string& word) {
+  if (word.empty() || word[0] == '-' || word.find('/') != std::string::npos || word.find('.') != std::string::npos)
+    return false;
+  std::error_code ec;
+  return !std::filesystem::exists(word, ec);
 }
 
 // The span of argv and environ strings, to be wiped inside the sandbox's pid 1.
@@ -44,7 +58,7 @@ std::pair<char*, char*> arg_env_span(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     usage();
     return args.empty() ? sandboxrun::exit_code::usage : 0;
   }
@@ -72,6 +86,13 @@ int main(int argc, char** argv) {
     }
     auto [wb, we] = arg_env_span(argc, argv);
     if (cmd == "run") return sandboxrun::cli::run_command(rest, wb, we);
+    if (looks_like_a_command(cmd)) {
+      const std::string_view near = sandboxrun::StrictYaml::nearest(cmd, kCommands);
+      sandboxrun::cli::log::error("'{}' is not a command{}; to run a file, give its path (./{} or {}.py)", cmd,
+                                  near.empty() ? "" : " (did you mean '" + std::string(near) + "'?)", cmd, cmd);
+      usage();
+      return sandboxrun::exit_code::usage;
+    }
     return sandboxrun::cli::run_command(args, wb, we);
   } catch (const sandboxrun::Error& e) {
     sandboxrun::cli::log::error("{}", e.describe());

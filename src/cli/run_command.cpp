@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -48,21 +49,24 @@ struct RunOptions {
 
 // Reads the script without following a final symlink and only if it is a regular file, so a
 // FIFO or device cannot hang or feed the launcher. Returns nullopt (with a message) on failure.
-std::optional<std::string> read_script(const std::string& path) {
+// `option`: the option that named the file ("--requirements"), said in every message; empty for
+// the program itself.
+std::optional<std::string> read_script(const std::string& path, const std::string& option = {}) {
+  const std::string what = option.empty() ? path : option + " " + path;
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
   if (!fd) {
     int err = errno;
     std::string why = err == ELOOP ? "it is a symbolic link; pass the real file" : std::strerror(err);
-    log::error("cannot open {}: {}", path, why);
+    log::error("cannot open {}: {}", what, why);
     return std::nullopt;
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    log::error("{} is not a regular file", path);
+    log::error("{} is not a regular file", what);
     return std::nullopt;
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxScriptBytes) {
-    log::error("{} is {} bytes; the limit is {}", path, st.st_size, format_size(kMaxScriptBytes));
+    log::error("{} is {} bytes; the limit is {}", what, st.st_size, format_size(kMaxScriptBytes));
     return std::nullopt;
   }
   try {
@@ -105,6 +109,9 @@ class StatsSink {
   int fd_ = -1;
 };
 
+// The assessor's finding for a file that cannot compile (policies/assess-rules.yaml).
+constexpr std::string_view kDoesNotCompile = "SR-INTENT-072";
+
 void print_findings(const Assessment& a) {
   std::cerr << "sandboxrun: assessment " << to_string(a.level) << " (score " << a.score << ")\n";
   for (const auto& f : a.findings)
@@ -116,8 +123,17 @@ void explain_end(const RunResult& r, const std::string& file) {
   switch (r.status) {
     case RunStatus::blocked:
       print_findings(r.assessment);
-      if (r.decision.override_refused) log::error("{} was BLOCKED by the assessor and the {}", file, r.error);
-      else log::error("{} was BLOCKED by the assessor; run it anyway with --override \"reason\" (audited)", file);
+      if (r.decision.override_refused) {
+        log::error("{} was BLOCKED by the assessor and the {}", file, r.error);
+      } else if (std::any_of(r.assessment.findings.begin(), r.assessment.findings.end(),
+                             [](const Finding& f) { return f.rule == kDoesNotCompile; })) {
+        // An override would not help: Python could not run it either.
+        log::error("{} was BLOCKED: it is not Python 3 that compiles (an unclosed string or bracket, or another "
+                   "language); fix the file, as an override would only run a SyntaxError",
+                   file);
+      } else {
+        log::error("{} was BLOCKED by the assessor; run it anyway with --override \"reason\" (audited)", file);
+      }
       break;
     case RunStatus::timeout:
       log::error("timeout: the program ran longer than {}s and was killed", r.spec->limits.timeout_s);
@@ -178,6 +194,14 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   app.add_flag("-v,--verbose", opt.verbose, "log what the launcher does");
   if (auto rc = parse_or_exit(app, argv)) return *rc;
   if (opt.verbose) log::set_level(log::Level::info);
+  // Words after FILE are the program's only after `--`: `--input a.csv b.py job.py` must not run
+  // b.py with job.py as its argument without a word.
+  if (!opt.args.empty() && std::find(argv.begin(), argv.end(), "--") == argv.end()) {
+    log::error("{} is followed by {}: one file runs; pass the program's arguments after -- ({} -- {}), and more "
+               "files with --input",
+               opt.file, opt.args.front(), opt.file, opt.args.front());
+    return exit_code::usage;
+  }
   if (opt.json && opt.stats && *opt.stats == "-") {
     // Both would write to stdout, and the result would no longer be one JSON object there.
     log::error("--stats - and --json both write to stdout: give --stats a file");
@@ -218,8 +242,10 @@ int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wi
   req.code = std::move(*script);
   req.name = base_name(opt.file);
   if (opt.requirements) {
-    auto text = read_script(*opt.requirements);  // the same checks: a regular file, bounded
-    if (!text) return exit_code::usage;
+    // The same checks: a regular file, bounded. A missing one is a setup error, as a missing
+    // --input is (125).
+    auto text = read_script(*opt.requirements, "--requirements");
+    if (!text) return exit_code::setup_failed;
     req.requirements = std::move(*text);
     req.requirements_origin = *opt.requirements;
   }

@@ -24,6 +24,7 @@ const char* to_string(ErrorKind kind) noexcept {
     case ErrorKind::audit: return "audit";
     case ErrorKind::deps: return "deps";
     case ErrorKind::host: return "host";
+    case ErrorKind::interrupted: return "interrupted";
     case ErrorKind::other: break;
   }
   return "other";

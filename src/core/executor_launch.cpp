@@ -173,8 +173,10 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   r.exit_code = o.exit_code;
   r.signal = o.signal;
   r.error = o.error;
-  // pid 1 reported a failed step of its set-up (the error pipe): the host refused it.
-  if (!o.error.empty() && r.error_kind == ErrorKind::other) r.error_kind = ErrorKind::host;
+  // The monitor ends a run it was interrupted in (SIGINT, SIGTERM, SIGHUP to the launcher) as an
+  // error with exit 128+N (monitor.cpp); any other error it reports is pid 1's failed set-up step.
+  if (!o.error.empty() && r.error_kind == ErrorKind::other)
+    r.error_kind = o.status == RunStatus::error && o.exit_code > 128 ? ErrorKind::interrupted : ErrorKind::host;
   // A limit asked for and not granted is said, not only recorded in limits.adjustments.
   for (const auto& a : r.spec->adjustments)
     if (a.requested) r.warnings.push_back(a.limit + " " + a.from + " not granted, " + a.to + " applies: " + a.reason);

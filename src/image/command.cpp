@@ -141,6 +141,12 @@ int image_command(const std::vector<std::string>& args) {
   auto* ls = app.add_subcommand("ls", "List the images in the cache");
   ls->add_option("--cache", cache, "Cache directory (default: per-user or /var/lib/sandboxrun/images)");
 
+  // Run by main.cpp before this parser (it execs scripts/build-image.sh); listed here for --help.
+  auto* build = app.add_subcommand("build-default",
+                                   "Build the default image (or `science`) from Debian packages with mmdebstrap: "
+                                   "build-default [--rebuild] [default|science]");
+  build->allow_extras();
+
   std::string target;
   auto* rm = app.add_subcommand("rm", "Remove an image from the cache");
   rm->add_option("--cache", cache, "Cache directory (default: per-user or /var/lib/sandboxrun/images)");

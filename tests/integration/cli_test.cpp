@@ -1,5 +1,11 @@
 // The other subcommands, through the real binary.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "harness.hpp"
 
@@ -90,9 +96,14 @@ TEST(Cli, RepeatableOptionsTakeOneValueAndNumbersAreCheckedInWords) {
   auto r = run_binary({"--input", data, "--audit-log", d.path() + "/audit.log", job, "--", "x"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("['data.csv', 'job.py'] ['x']"), std::string::npos) << r.out;
-  // `--input data.csv lib job.py`: lib is the FILE (not a second input), which is an error.
+  // `--input data.csv lib job.py`: lib is the FILE (not a second input), and job.py is no
+  // argument without `--`: a usage error that says so, before anything is read.
   std::filesystem::create_directory(d.path() + "/lib");
   r = run_binary({"--input", data, d.path() + "/lib", job});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("lib is followed by " + job), std::string::npos) << r.err;
+  // Alone, a directory as FILE is still refused as what it is.
+  r = run_binary({"--input", data, d.path() + "/lib"});
   EXPECT_EQ(r.exit_code, 127) << r.out << r.err;
   EXPECT_NE(r.err.find("lib is not a regular file"), std::string::npos) << r.err;
   r = run_binary({"--timeout", "abc", job});
@@ -154,4 +165,77 @@ TEST(Cli, EnvReachesTheProgramAndOnlyItsNamesAreAudited) {
     auto b = run_binary({"--env", bad, job});
     EXPECT_EQ(b.exit_code, 2) << bad << ": " << b.err;
   }
+}
+
+// The first hour, as a new user meets it: each mistake gets its name and its fix.
+TEST(Cli, AMistypedCommandIsAUsageErrorWithTheNearestCommand) {
+  auto r = run_binary({"asess", "x.py"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'assess'?"), std::string::npos) << r.err;
+  auto help = run_binary({"help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("prune-objects"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("assess [--json] [--config DIR]"), std::string::npos) << help.out;
+  EXPECT_NE(run_binary({"image", "--help"}).out.find("build-default"), std::string::npos);
+}
+
+TEST(Cli, WordsAfterTheFileNeedTheDoubleDash) {
+  TempDir d;
+  const std::string a = d.write("a.py", "import sys\nprint(sys.argv[1:])\n"), b = d.write("b.py", "print('b')\n");
+  auto r = run_binary({"--audit-log", d.path() + "/audit.log", "--input", a, b, a});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("after --"), std::string::npos) << r.err;
+  auto ok = run_binary({"--audit-log", d.path() + "/audit.log", a, "--", "x"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, "['x']\n");
+}
+
+TEST(Cli, AMissingRequirementsFileIsNamedWithItsOption) {
+  TempDir d;
+  auto r = run_binary({"--audit-log", d.path() + "/audit.log", "--requirements", d.path() + "/none.txt",
+                       d.write("x.py", "print(1)\n")});
+  EXPECT_EQ(r.exit_code, 125) << r.err;
+  EXPECT_NE(r.err.find("--requirements " + d.path() + "/none.txt"), std::string::npos) << r.err;
+}
+
+TEST(Cli, CodeThatCannotCompileIsNotToldToOverride) {
+  TempDir d;
+  auto r = run_binary({"--audit-log", d.path() + "/audit.log", d.write("x.py", "print('never closed\n")});
+  EXPECT_EQ(r.exit_code, 126) << r.err;
+  EXPECT_NE(r.err.find("fix the file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--override"), std::string::npos) << r.err;
+}
+
+TEST(Cli, AuditShowLastN) {
+  TempDir d;
+  const std::string log = d.path() + "/audit.log";
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(run_binary({"--audit-log", log, d.write("x.py", "print(1)\n")}).exit_code, 0);
+  auto r = run_binary({"audit", "show", "--json", "--log", log, "--last", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+}
+
+TEST(Cli, CtrlCUnderJsonSaysInterrupted) {
+  TempDir d;
+  const std::string log = d.path() + "/audit.log", out = d.path() + "/out.json";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fd, 1);
+    const std::string bin = SANDBOXRUN_BIN, script = d.write("s.py", "import time\nprint('started', flush=True)\ntime.sleep(60)\n");
+    ::execl(bin.c_str(), bin.c_str(), "--json", "--audit-log", log.c_str(), script.c_str(), nullptr);
+    ::_exit(127);
+  }
+  // Interrupted once the program runs (its run_start is in the log).
+  for (int i = 0; i < 300 && sandboxrun::testing::read_text(log).find("run_start") == std::string::npos; ++i)
+    ::usleep(20000);
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  const auto j = nlohmann::json::parse(sandboxrun::testing::read_text(out), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << sandboxrun::testing::read_text(out);
+  EXPECT_EQ(j.value("status", ""), "error");
+  EXPECT_EQ(j.value("error_kind", ""), "interrupted") << j.dump();
+  EXPECT_EQ(j.value("exit_code", 0), 128 + SIGINT);
 }
