@@ -12,7 +12,7 @@
 #include "assess/assess_bandit.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 
 namespace sandboxrun {
 

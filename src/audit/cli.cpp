@@ -16,7 +16,7 @@
 #include "audit/audit_verify.hpp"
 #include "audit/objects.hpp"
 #include "sandboxrun/error.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 #include "common/safe_open.hpp"
 
 namespace sandboxrun {

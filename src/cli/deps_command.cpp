@@ -8,7 +8,7 @@
 #include "sandboxrun/config.hpp"
 #include "deps/deps.hpp"
 #include "sandboxrun/error.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 
 namespace sandboxrun::cli {
 

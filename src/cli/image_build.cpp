@@ -11,7 +11,7 @@
 #include "cli.hpp"
 #include "log.hpp"
 #include "sandboxrun/error.hpp"
-#include "common/install_paths.hpp"
+#include "sandboxrun/install_paths.hpp"
 
 namespace sandboxrun::cli {
 

@@ -14,7 +14,7 @@
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/executor.hpp"
 #include "sandboxrun/fd.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 
 namespace sandboxrun::cli {
 

@@ -1,4 +1,4 @@
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 
 #include <cctype>
 #include <charconv>

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "sandboxrun/error.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 
 namespace sandboxrun {
 

@@ -8,7 +8,7 @@
 
 #include "common/install_paths.hpp"
 #include "sandboxrun/config.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 
 namespace sandboxrun {
 

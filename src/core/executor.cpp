@@ -17,7 +17,7 @@
 #include "sandboxrun/fd.hpp"
 #include "common/install_paths.hpp"
 #include "sandboxrun/seccomp.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 
 namespace sandboxrun {
 

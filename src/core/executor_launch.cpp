@@ -5,7 +5,7 @@
 #include "deps_phase.hpp"
 #include "executor_impl.hpp"
 #include "image_resolve.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 #include "net/egress_proxy.hpp"
 
 namespace sandboxrun {

@@ -18,7 +18,7 @@
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/job_io.hpp"
 #include "common/sha256.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 
 namespace sandboxrun {
 

@@ -10,7 +10,7 @@
 
 #include "sandboxrun/error.hpp"
 #include "common/install_paths.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 #include "image/image.hpp"
 #include "image/image_oci.hpp"
 #include "sandboxrun/fd.hpp"

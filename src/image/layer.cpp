@@ -19,7 +19,7 @@
 #include "gunzip.hpp"
 #include "sandboxrun/error.hpp"
 #include "image/image_layer.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 
 namespace sandboxrun::image {
 

@@ -4,7 +4,7 @@
 
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
-#include "common/size.hpp"
+#include "sandboxrun/size.hpp"
 #include "test_util.hpp"
 
 using namespace sandboxrun;
