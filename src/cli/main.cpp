@@ -1,8 +1,8 @@
 // sandboxrun: run untrusted Python with Docker-grade isolation, without a daemon.
 #include <cstring>
 #include <filesystem>
-#include <string_view>
 #include <iostream>
+#include <string_view>
 
 #include "cli.hpp"
 #include "log.hpp"
@@ -17,21 +17,62 @@ extern char** environ;
 
 namespace {
 
-void usage() {
-  std::cout <<
-      R"(usage: sandboxrun [run] [options] FILE.py [-- ARGS...]
-       sandboxrun assess [--json] [--config DIR] FILE.py...
-       sandboxrun audit verify|show|tail|repair|prune-objects [--log PATH]
-       sandboxrun image unpack|ls|rm|build-default [default|science] ...
-       sandboxrun deps ls|rm|gc [--config PATH]
-       sandboxrun doctor [--config PATH]
-       sandboxrun help | --version
+namespace cli = sandboxrun::cli;
 
-Run `sandboxrun run --help` for the run options, `sandboxrun COMMAND --help` for a command's.
-)";
+// What a subcommand gets: its arguments (after its name), and the span of argv and environ
+// strings that `run` wipes inside the sandbox's pid 1.
+struct Invocation {
+  std::vector<std::string> args;
+  char* wipe_begin;
+  char* wipe_end;
+};
+
+// The command table: `sandboxrun NAME ARGS...` calls `run`; `synopsis` is its line in --help.
+struct Command {
+  const char* name;
+  const char* synopsis;
+  int (*run)(const Invocation&);
+};
+
+int audit(const Invocation& in) {
+  // audit.yaml beside the sandbox.yaml that `run` would use; none found: the defaults.
+  std::optional<std::filesystem::path> audit_yaml;
+  try {
+    audit_yaml = sandboxrun::find_config(std::nullopt).parent_path() / "audit.yaml";
+  } catch (const sandboxrun::Error&) {
+  }
+  return sandboxrun::audit_command(in.args, audit_yaml);
 }
 
-constexpr std::string_view kCommands[] = {"run", "assess", "audit", "image", "deps", "doctor", "help"};
+int image(const Invocation& in) {
+  if (!in.args.empty() && in.args[0] == "build-default")
+    return cli::image_build_default({in.args.begin() + 1, in.args.end()});
+  return sandboxrun::image::image_command(in.args);
+}
+
+void usage();
+
+// The first entry is also what runs when the first argument names no command (`sandboxrun FILE.py`).
+constexpr Command kCommands[] = {
+    {"run", "[run] [options] FILE.py [-- ARGS...]",
+     [](const Invocation& in) { return cli::run_command(in.args, in.wipe_begin, in.wipe_end); }},
+    {"assess", "assess [--json] [--config DIR] FILE.py...",
+     [](const Invocation& in) { return sandboxrun::assess_command(in.args); }},
+    {"audit", "audit verify|show|tail|repair|prune-objects [--log PATH]", audit},
+    {"image", "image unpack|ls|rm|build-default [default|science] ...", image},
+    {"deps", "deps ls|rm|gc [--config PATH]", [](const Invocation& in) { return cli::deps_command(in.args); }},
+    {"doctor", "doctor [--config PATH]", [](const Invocation& in) { return cli::doctor_command(in.args); }},
+    {"help", "help | --version", [](const Invocation&) { return usage(), 0; }},
+};
+
+void usage() {
+  const char* lead = "usage: ";
+  for (const Command& c : kCommands) {
+    std::cout << lead << "sandboxrun " << c.synopsis << "\n";
+    lead = "       ";
+  }
+  std::cout << "\nRun `sandboxrun run --help` for the run options, `sandboxrun COMMAND --help` for a command's.\n";
+}
 
 // A first word that is no command and no file is a mistyped command, not a program to run:
 // `sandboxrun asess job.py` must not answer "cannot open asess" (127).
@@ -40,6 +81,16 @@ bool looks_like_a_command(const std::string& word) {
     return false;
   std::error_code ec;
   return !std::filesystem::exists(word, ec);
+}
+
+int mistyped_command(const std::string& word) {
+  std::vector<std::string_view> names;
+  for (const Command& c : kCommands) names.emplace_back(c.name);
+  const std::string_view near = sandboxrun::StrictYaml::nearest(word, names);
+  cli::log::error("'{}' is not a command{}; to run a file, give its path (./{} or {}.py)", word,
+                  near.empty() ? "" : " (did you mean '" + std::string(near) + "'?)", word, word);
+  usage();
+  return sandboxrun::exit_code::usage;
 }
 
 // The span of argv and environ strings, to be wiped inside the sandbox's pid 1.
@@ -58,7 +109,7 @@ std::pair<char*, char*> arg_env_span(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     usage();
     return args.empty() ? sandboxrun::exit_code::usage : 0;
   }
@@ -67,38 +118,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    const std::string& cmd = args[0];
-    std::vector<std::string> rest(args.begin() + 1, args.end());
-    if (cmd == "doctor") return sandboxrun::cli::doctor_command(rest);
-    if (cmd == "deps") return sandboxrun::cli::deps_command(rest);
-    if (cmd == "assess") return sandboxrun::assess_command(rest);
-    if (cmd == "image" && !rest.empty() && rest[0] == "build-default")
-      return sandboxrun::cli::image_build_default({rest.begin() + 1, rest.end()});
-    if (cmd == "image") return sandboxrun::image::image_command(rest);
-    if (cmd == "audit") {
-      // audit.yaml beside the sandbox.yaml that `run` would use; none found: the defaults.
-      std::optional<std::filesystem::path> audit_yaml;
-      try {
-        audit_yaml = sandboxrun::find_config(std::nullopt).parent_path() / "audit.yaml";
-      } catch (const sandboxrun::Error&) {
-      }
-      return sandboxrun::audit_command(rest, audit_yaml);
-    }
-    auto [wb, we] = arg_env_span(argc, argv);
-    if (cmd == "run") return sandboxrun::cli::run_command(rest, wb, we);
-    if (looks_like_a_command(cmd)) {
-      const std::string_view near = sandboxrun::StrictYaml::nearest(cmd, kCommands);
-      sandboxrun::cli::log::error("'{}' is not a command{}; to run a file, give its path (./{} or {}.py)", cmd,
-                                  near.empty() ? "" : " (did you mean '" + std::string(near) + "'?)", cmd, cmd);
-      usage();
-      return sandboxrun::exit_code::usage;
-    }
-    return sandboxrun::cli::run_command(args, wb, we);
+    const auto [wipe_begin, wipe_end] = arg_env_span(argc, argv);
+    for (const Command& c : kCommands)
+      if (args[0] == c.name) return c.run({{args.begin() + 1, args.end()}, wipe_begin, wipe_end});
+    if (looks_like_a_command(args[0])) return mistyped_command(args[0]);
+    return kCommands[0].run({std::move(args), wipe_begin, wipe_end});
   } catch (const sandboxrun::Error& e) {
-    sandboxrun::cli::log::error("{}", e.describe());
+    cli::log::error("{}", e.describe());
     return sandboxrun::exit_code::setup_failed;
   } catch (const std::exception& e) {
-    sandboxrun::cli::log::error("{}", e.what());
+    cli::log::error("{}", e.what());
     return sandboxrun::exit_code::setup_failed;
   }
 }
