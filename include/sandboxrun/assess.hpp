@@ -117,8 +117,4 @@ struct Decision {
 Decision decide(RiskLevel level, Trust requested, const std::optional<std::string>& override_reason,
                 const SecurityConfig& config, const ProcessIdentity& who);
 
-// `sandboxrun assess [--json] [--config-dir DIR] FILE.py` (args exclude "assess").
-// Exit: 0 assessed (any level), 2 usage or configuration error, 127 missing/unreadable file.
-int assess_command(const std::vector<std::string>& args);
-
 }  // namespace sandboxrun

@@ -14,6 +14,10 @@ int doctor_command(const std::vector<std::string>& args);
 // `sandboxrun image build-default [--rebuild]` (args exclude "image build-default").
 int image_build_default(const std::vector<std::string>& args);
 int deps_command(const std::vector<std::string>& args);
+// `sandboxrun assess [--json] [--config-dir DIR | --config PATH] FILE.py...` (args exclude
+// "assess"). Exit: 0 assessed (any level), 2 usage or configuration error, 127 a file missing or
+// unreadable.
+int assess_command(const std::vector<std::string>& args);
 
 // Parses a subcommand's arguments (in order). Returns the exit status when the command must
 // stop here: 0 after --help, exit_code::usage (2) after a usage error, printed as "sandboxrun: error: ...".

@@ -6,7 +6,6 @@
 
 #include "cli.hpp"
 #include "log.hpp"
-#include "sandboxrun/assess.hpp"
 #include "sandboxrun/audit.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
@@ -57,7 +56,7 @@ constexpr Command kCommands[] = {
     {"run", "[run] [options] FILE.py [-- ARGS...]",
      [](const Invocation& in) { return cli::run_command(in.args, in.wipe_begin, in.wipe_end); }},
     {"assess", "assess [--json] [--config DIR] FILE.py...",
-     [](const Invocation& in) { return sandboxrun::assess_command(in.args); }},
+     [](const Invocation& in) { return cli::assess_command(in.args); }},
     {"audit", "audit verify|show|tail|repair|prune-objects [--log PATH]", audit},
     {"image", "image unpack|ls|rm|build-default [default|science] ...", image},
     {"deps", "deps ls|rm|gc [--config PATH]", [](const Invocation& in) { return cli::deps_command(in.args); }},

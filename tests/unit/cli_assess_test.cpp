@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandboxrun/assess.hpp"
+#include "cli/cli.hpp"
 
 using namespace sandboxrun;
 using testing::internal::CaptureStderr;
@@ -30,7 +30,7 @@ struct Out {
 Out cmd(std::vector<std::string> args) {
   CaptureStdout();
   CaptureStderr();
-  int rc = assess_command(args);
+  int rc = cli::assess_command(args);
   return {rc, GetCapturedStdout(), GetCapturedStderr()};
 }
 

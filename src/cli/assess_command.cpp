@@ -1,13 +1,13 @@
 // `sandboxrun assess [--json] [--config-dir DIR] FILE.py...`
-#include <cstdio>
 #include <iostream>
 
-#include "common/install_paths.hpp"
+#include "cli.hpp"
 #include "sandboxrun/assess.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/install_paths.hpp"
 
-namespace sandboxrun {
+namespace sandboxrun::cli {
 
 namespace {
 
@@ -100,4 +100,4 @@ int assess_command(const std::vector<std::string>& args) {
   return status;
 }
 
-}  // namespace sandboxrun
+}  // namespace sandboxrun::cli
