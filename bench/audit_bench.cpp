@@ -14,7 +14,7 @@
 #include <string>
 
 #include "sandboxrun/audit.hpp"
-#include "audit/audit_verify.hpp"
+#include "sandboxrun/audit_verify.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace {

@@ -1,5 +1,6 @@
-// Tamper-evident audit log: configuration (config/audit.yaml), the appending writer, the
-// content-addressed code store and the `sandboxrun audit ...` command. Format: docs/audit.md.
+// Tamper-evident audit log: configuration (config/audit.yaml), the appending writer and the
+// content-addressed code store. Reading it back: audit_verify.hpp, audit_read.hpp. Format:
+// docs/audit.md.
 #pragma once
 
 #include <chrono>
@@ -91,6 +92,14 @@ struct ObjectPruneResult {
   uint64_t index_removed = 0;  // version-index entries whose object was gone
 };
 
+// What AuditLog::repair did.
+struct AuditRepair {
+  uint64_t truncated_at = 0;     // where the torn record began: the file's size now
+  uint64_t truncated_bytes = 0;  // how long it was
+  CodeRef tail;                  // its bytes, kept in the object store
+  uint64_t seq = 0;              // the `repair` record that says so
+};
+
 // One writer handle. Processes may share a log freely (appends are serialized by flock); a
 // handle itself is not thread-safe: use one per thread or guard it.
 class AuditLog {
@@ -149,6 +158,12 @@ class AuditLog {
   // rotated files. A grace of 0 is safe only while no run is writing to this log.
   ObjectPruneResult prune_objects(std::chrono::seconds grace);
 
+  // Cuts a torn last record (left by a crash mid-append, which stops every append) off the log
+  // file under the log's lock, keeps its bytes in the object store and appends a `repair`
+  // record; nullopt when the file ends with a complete record. Throws Error when the file
+  // cannot be opened, read or cut, or the record cannot be appended.
+  std::optional<AuditRepair> repair();
+
   // fdatasync of the log (e.g. at the end of a batch).
   void sync();
 
@@ -160,10 +175,16 @@ class AuditLog {
   std::unique_ptr<Impl> impl_;
 };
 
-// `sandboxrun audit <args>`: verify | show | tail | repair (CLI11). Returns the exit status:
-// 0 ok, 1 damage found or operation failed, 2 usage error. `default_config` is the audit.yaml
-// the caller resolved (used when no --config is given; absent = built-in defaults).
-int audit_command(const std::vector<std::string>& args,
-                  const std::optional<std::filesystem::path>& default_config = std::nullopt);
+namespace audit {
+
+// <log's directory>/objects: the log's object store. Throws nothing.
+std::filesystem::path objects_dir(const std::filesystem::path& log);
+// The checkpoint file of `log`: cfg.anchor when `log` is the log cfg names, else <log>.anchor.
+// Throws std::filesystem::filesystem_error only when there is no current directory.
+std::filesystem::path anchor_path(const AuditConfig& cfg, const std::filesystem::path& log);
+// "0", "90s", "30m", "12h", "7d", "2w" (a bare number is seconds); nullopt when not one. Throws nothing.
+std::optional<std::chrono::seconds> parse_duration(std::string_view text);
+
+}  // namespace audit
 
 }  // namespace sandboxrun

@@ -27,11 +27,8 @@ class FileLock {
   int fd_;
 };
 
-// Sibling paths of a log file.
+// Sibling paths of a log file (objects_dir and anchor_path: sandboxrun/audit.hpp).
 std::filesystem::path lock_path(const std::filesystem::path& log);     // <log>.lock
-std::filesystem::path objects_dir(const std::filesystem::path& log);   // <dir>/objects
-// checkpoint.anchor when `log` is the configured log, else <log>.anchor.
-std::filesystem::path anchor_path(const AuditConfig& cfg, const std::filesystem::path& log);
 std::filesystem::path rotated_path(const std::filesystem::path& log, uint64_t last_seq);
 
 // The last line of a file, found by reading backwards from the end (O(record size)).
@@ -50,8 +47,6 @@ inline constexpr size_t kRfc3339Len = 27;
 // Writes the kRfc3339Len bytes of rfc3339_now()'s form for `ts` (CLOCK_REALTIME) to `out`.
 void format_rfc3339(const timespec& ts, char* out);
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view ts);
-// "0", "90s", "30m", "12h", "7d", "2w" (a bare number is seconds); nullopt when not one.
-std::optional<std::chrono::seconds> parse_duration(std::string_view text);
 
 // Every file the audit log writes or reads back is opened through safe_open.hpp: no symlink is
 // followed anywhere in its path, and no directory on the way may be writable by other users

@@ -17,7 +17,7 @@
 #include "sandboxrun/audit.hpp"
 #include "sandboxrun/audit_events.hpp"
 #include "audit/audit_format.hpp"
-#include "audit/audit_verify.hpp"
+#include "sandboxrun/audit_verify.hpp"
 #include "audit/lock_header.hpp"
 #include "audit/objects.hpp"
 #include "audit/run_ids.hpp"

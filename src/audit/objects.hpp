@@ -12,7 +12,7 @@
 #include <unordered_map>
 
 #include "audit/audit_format.hpp"
-#include "audit/audit_verify.hpp"
+#include "sandboxrun/audit_verify.hpp"
 #include "sandboxrun/audit.hpp"
 
 namespace sandboxrun::audit {
@@ -90,9 +90,5 @@ std::optional<CodeDiff> track_version(const std::filesystem::path& objects, cons
 
 // The bytes of object `sha256`, checked against its name. Throws Error naming the object.
 std::string read_object(const std::filesystem::path& objects, const std::string& sha256);
-
-// `sandboxrun audit show --diff RUN_ID`: prints the unified diff between the run's code and its
-// run_start's diff_from. Throws Error when the run, its diff_from or an object is missing.
-void print_code_diff(const std::filesystem::path& log, const std::string& run_id);
 
 }  // namespace sandboxrun::audit

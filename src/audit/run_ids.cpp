@@ -10,7 +10,7 @@
 #include <unordered_set>
 
 #include "audit/audit_format.hpp"
-#include "audit/audit_verify.hpp"
+#include "sandboxrun/audit_verify.hpp"
 #include "audit/line_reader.hpp"
 #include "common/safe_open.hpp"
 #include "internal.hpp"

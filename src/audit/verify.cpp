@@ -1,7 +1,7 @@
 // Streaming chain verification. Reads each file once with a fixed buffer; keeps only the last
 // two records' sequence numbers and hashes (plus one record of lookahead), so memory does not
 // grow with the log.
-#include "audit/audit_verify.hpp"
+#include "sandboxrun/audit_verify.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

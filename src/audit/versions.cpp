@@ -1,18 +1,18 @@
 // Code versions: the index of each caller's latest stored script versions (for run_start's
-// diff_from, without scanning the log), and `sandboxrun audit show --diff RUN_ID`.
+// diff_from, without scanning the log), and the diff `sandboxrun audit show --diff RUN_ID` prints.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <fstream>
-#include <iostream>
 
 #include "audit/diff.hpp"
 #include "audit/objects.hpp"
 #include "common/safe_open.hpp"
 #include "common/sha256.hpp"
 #include "internal.hpp"
+#include "sandboxrun/audit_read.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun {
@@ -136,7 +136,9 @@ std::optional<CodeDiff> track_version(const std::filesystem::path& objects, cons
   return diff;
 }
 
-void print_code_diff(const std::filesystem::path& log, const std::string& run_id) {
+}  // namespace audit
+
+AuditCodeDiff audit_code_diff(const std::filesystem::path& log, const std::string& run_id) {
   // Records of other runs are passed over by a byte search; run ids need no JSON escaping.
   const std::string needle = "\"run_id\":\"" + run_id + "\"";
   nlohmann::json start;
@@ -153,26 +155,23 @@ void print_code_diff(const std::filesystem::path& log, const std::string& run_id
     throw Error("no run_start record for run " + run_id + " in " + log.string(),
                 "list the runs with `sandboxrun audit show`");
   const nlohmann::json code = start.value("code", nlohmann::json::object());
-  const std::string name = code.value("name", ""), sha = code.value("sha256", "");
-  if (!is_object_name(sha)) throw Error("the run_start record of run " + run_id + " names no code");
+  AuditCodeDiff d;
+  d.name = code.value("name", "");
+  d.sha256 = code.value("sha256", "");
+  if (!audit::is_object_name(d.sha256)) throw Error("the run_start record of run " + run_id + " names no code");
   const nlohmann::json from = start.value("diff_from", nlohmann::json());
-  if (!from.is_object() || !is_object_name(from.value("sha256", "")))
-    throw Error("run " + run_id + " has no diff_from: it ran the first stored version of " + name +
+  if (!from.is_object() || !audit::is_object_name(from.value("sha256", "")))
+    throw Error("run " + run_id + " has no diff_from: it ran the first stored version of " + d.name +
                     " for its caller (or the code store was off)");
-  const std::string from_sha = from.value("sha256", ""), from_run = from.value("run_id", "");
-  const std::filesystem::path objects = objects_dir(log);
-  const std::string old_text = read_object(objects, from_sha), new_text = read_object(objects, sha);
-  const std::string diff = unified_diff(old_text, new_text, name + "\trun " + from_run + " sha256:" + from_sha,
-                                        name + "\trun " + run_id + " sha256:" + sha);
-  if (diff.empty())
-    std::cout << name << ": run " << run_id << " ran the same code as run " << from_run << " (sha256 " << sha << ")\n";
-  else
-    std::cout << diff;
-  if (from.value("approximate", false))
-    std::cerr << "sandboxrun audit: the versions differ in too many places for a minimal diff; this one is valid "
-                 "but longer\n";
+  d.from_sha256 = from.value("sha256", "");
+  d.from_run = from.value("run_id", "");
+  d.approximate = from.value("approximate", false);
+  const std::filesystem::path objects = audit::objects_dir(log);
+  const std::string old_text = audit::read_object(objects, d.from_sha256);
+  const std::string new_text = audit::read_object(objects, d.sha256);
+  d.unified = audit::unified_diff(old_text, new_text, d.name + "\trun " + d.from_run + " sha256:" + d.from_sha256,
+                                  d.name + "\trun " + run_id + " sha256:" + d.sha256);
+  return d;
 }
-
-}  // namespace audit
 
 }  // namespace sandboxrun

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,11 @@ int deps_command(const std::vector<std::string>& args);
 // "assess"). Exit: 0 assessed (any level), 2 usage or configuration error, 127 a file missing or
 // unreadable.
 int assess_command(const std::vector<std::string>& args);
+// `sandboxrun audit verify|show|tail|repair|prune-objects` (args exclude "audit"). Exit: 0 ok,
+// 1 damage found or the operation failed, 2 a usage error. `default_config`: the audit.yaml used
+// without --config (absent: the built-in defaults).
+int audit_command(const std::vector<std::string>& args,
+                  const std::optional<std::filesystem::path>& default_config = std::nullopt);
 
 // Parses a subcommand's arguments (in order). Returns the exit status when the command must
 // stop here: 0 after --help, exit_code::usage (2) after a usage error, printed as "sandboxrun: error: ...".

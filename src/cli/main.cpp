@@ -6,7 +6,6 @@
 
 #include "cli.hpp"
 #include "log.hpp"
-#include "sandboxrun/audit.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
 #include "image/image.hpp"
@@ -40,7 +39,7 @@ int audit(const Invocation& in) {
     audit_yaml = sandboxrun::find_config(std::nullopt).parent_path() / "audit.yaml";
   } catch (const sandboxrun::Error&) {
   }
-  return sandboxrun::audit_command(in.args, audit_yaml);
+  return cli::audit_command(in.args, audit_yaml);
 }
 
 int image(const Invocation& in) {

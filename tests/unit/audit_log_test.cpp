@@ -25,9 +25,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli.hpp"
 #include "sandboxrun/audit.hpp"
 #include "audit/audit_format.hpp"
-#include "audit/audit_verify.hpp"
+#include "sandboxrun/audit_verify.hpp"
 #include "sandboxrun/error.hpp"
 #include "test_util.hpp"
 #include "audit_test_util.hpp"
@@ -348,7 +349,7 @@ TEST(AuditCrash, TornAppendIsReportedAndRepaired) {
     }
   }
   testing::internal::CaptureStdout();
-  EXPECT_EQ(sandboxrun::audit_command({"repair", "--log", path.string()}), 0);
+  EXPECT_EQ(sandboxrun::cli::audit_command({"repair", "--log", path.string()}), 0);
   std::string out = testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("removed a torn record"), std::string::npos) << out;
   r = verify(path);
@@ -365,7 +366,7 @@ TEST(AuditCrash, TornAppendIsReportedAndRepaired) {
             R"({"event":"run_end","exit_code":0,"hash":"0123)");
   // Nothing left to repair; appends work again.
   testing::internal::CaptureStdout();
-  EXPECT_EQ(sandboxrun::audit_command({"repair", "--log", path.string()}), 0);
+  EXPECT_EQ(sandboxrun::cli::audit_command({"repair", "--log", path.string()}), 0);
   EXPECT_NE(testing::internal::GetCapturedStdout().find("nothing to repair"), std::string::npos);
   auto log = AuditLog::open(cfg, path);
   EXPECT_EQ(log.append("run_start", "y", {}), 8u);

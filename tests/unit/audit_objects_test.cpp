@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit_verify.hpp"
+#include "cli/cli.hpp"
+#include "sandboxrun/audit_verify.hpp"
 #include "common/sha256.hpp"
 #include "sandboxrun/audit.hpp"
 #include "test_util.hpp"
@@ -60,7 +61,7 @@ sandboxrun::AuditVerifyResult verify(const fs::path& log) {
 int cli(const std::vector<std::string>& args, std::string* out = nullptr, std::string* err = nullptr) {
   testing::internal::CaptureStdout();
   testing::internal::CaptureStderr();
-  int rc = sandboxrun::audit_command(args);
+  int rc = sandboxrun::cli::audit_command(args);
   std::string o = testing::internal::GetCapturedStdout(), e = testing::internal::GetCapturedStderr();
   if (out) *out = o;
   if (err) *err = e;

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "audit/audit_verify.hpp"
+#include "sandboxrun/audit_verify.hpp"
 #include "audit/run_ids.hpp"
 #include "sandboxrun/audit.hpp"
 #include "test_util.hpp"

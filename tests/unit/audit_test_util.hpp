@@ -1,4 +1,5 @@
-// Helpers shared by the audit log's unit tests (audit_log_test.cpp, audit_writer_view_test.cpp).
+// Helpers shared by the audit log's unit tests (audit_log_test.cpp, audit_writer_view_test.cpp,
+// cli_audit_test.cpp).
 #pragma once
 
 #include <filesystem>
@@ -8,7 +9,7 @@
 #include <vector>
 
 #include "sandboxrun/audit.hpp"
-#include "audit/audit_verify.hpp"
+#include "sandboxrun/audit_verify.hpp"
 
 namespace audit_test {
 

@@ -71,11 +71,14 @@ struct AuditVerifyResult {
   bool ok() const { return !damage.has_value() && (!objects || objects->problems.empty()); }
 };
 
+// Verifies the chain (and with opt.objects the stored objects); damage is in the result. Throws
+// Error when a file cannot be read (not for a missing log: that is damage) or the anchor is malformed.
 AuditVerifyResult verify_audit_log(const AuditVerifyOptions& opt);
 
-// Rotated siblings of `log` ("<log>.<last seq>"), oldest first.
+// Rotated siblings of `log` ("<log>.<last seq>"), oldest first. Throws Error when the
+// directory exists but cannot be listed.
 std::vector<std::filesystem::path> rotated_audit_files(const std::filesystem::path& log);
-// The rotated files followed by `log` itself: the whole chain, oldest first.
+// The rotated files followed by `log` itself: the whole chain, oldest first. Throws as above.
 std::vector<std::filesystem::path> audit_log_files(const std::filesystem::path& log);
 
 }  // namespace sandboxrun
