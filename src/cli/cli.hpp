@@ -12,6 +12,9 @@ namespace sandboxrun::cli {
 // sandbox's /proc/1/cmdline.
 int run_command(const std::vector<std::string>& args, char* wipe_begin, char* wipe_end);
 int doctor_command(const std::vector<std::string>& args);
+// `sandboxrun image unpack|ls|rm|build-default` (args exclude "image"). Exit: 0 done, 1 failed
+// (said on stderr), 2 a usage error.
+int image_command(const std::vector<std::string>& args);
 // `sandboxrun image build-default [--rebuild]` (args exclude "image build-default").
 int image_build_default(const std::vector<std::string>& args);
 int deps_command(const std::vector<std::string>& args);

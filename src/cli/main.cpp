@@ -8,7 +8,6 @@
 #include "log.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
-#include "image/image.hpp"
 #include "common/yaml_strict.hpp"
 
 extern char** environ;
@@ -42,12 +41,6 @@ int audit(const Invocation& in) {
   return cli::audit_command(in.args, audit_yaml);
 }
 
-int image(const Invocation& in) {
-  if (!in.args.empty() && in.args[0] == "build-default")
-    return cli::image_build_default({in.args.begin() + 1, in.args.end()});
-  return sandboxrun::image::image_command(in.args);
-}
-
 void usage();
 
 // The first entry is also what runs when the first argument names no command (`sandboxrun FILE.py`).
@@ -57,7 +50,7 @@ constexpr Command kCommands[] = {
     {"assess", "assess [--json] [--config DIR] FILE.py...",
      [](const Invocation& in) { return cli::assess_command(in.args); }},
     {"audit", "audit verify|show|tail|repair|prune-objects [--log PATH]", audit},
-    {"image", "image unpack|ls|rm|build-default [default|science] ...", image},
+    {"image", "image unpack|ls|rm|build-default [default|science] ...", [](const Invocation& in) { return cli::image_command(in.args); }},
     {"deps", "deps ls|rm|gc [--config PATH]", [](const Invocation& in) { return cli::deps_command(in.args); }},
     {"doctor", "doctor [--config PATH]", [](const Invocation& in) { return cli::doctor_command(in.args); }},
     {"help", "help | --version", [](const Invocation&) { return usage(), 0; }},

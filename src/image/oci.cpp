@@ -353,4 +353,8 @@ ResolvedImage resolve_image(const Layout& layout, const std::string& tag) {
   return img;
 }
 
+std::string manifest_digest(const ImageRef& ref) {
+  return resolve_image(Layout(ref.layout), ref.tag).manifest.digest.str();
+}
+
 }  // namespace sandboxrun::image

@@ -1,4 +1,4 @@
-// `sandboxrun image unpack|ls|rm`.
+// `sandboxrun image unpack|ls|rm` (and build-default: image_build.cpp).
 #include <stdio.h>
 #include <unistd.h>
 
@@ -8,14 +8,14 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "cli.hpp"
 #include "sandboxrun/error.hpp"
-#include "common/install_paths.hpp"
-#include "sandboxrun/size.hpp"
-#include "image/image.hpp"
-#include "image/image_oci.hpp"
 #include "sandboxrun/fd.hpp"
+#include "sandboxrun/image.hpp"
+#include "sandboxrun/install_paths.hpp"
+#include "sandboxrun/size.hpp"
 
-namespace sandboxrun::image {
+namespace sandboxrun::cli {
 
 namespace fs = std::filesystem;
 
@@ -33,10 +33,10 @@ bool looks_like_digest(const std::string& s) {
 
 int do_unpack(const std::string& ref_text, const std::string& dest, bool force) {
   const auto start = std::chrono::steady_clock::now();
-  UnpackOptions options;
+  image::UnpackOptions options;
   options.replace = force;
-  const ImageRef ref = parse_image_ref(ref_text);
-  const UnpackResult r = unpack_image(ref, dest, options);
+  const image::ImageRef ref = image::parse_image_ref(ref_text);
+  const image::UnpackResult r = image::unpack_image(ref, dest, options);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   printf("unpacked %s (%s) into %s: %llu layers, %llu entries, %llu files, %s in %.2f s\n",
@@ -98,7 +98,7 @@ void print_named() {
 
 int do_ls(const fs::path& cache) {
   print_named();
-  const auto images = list_cached_images(cache);
+  const auto images = image::list_cached_images(cache);
   printf("%-19s  %-20s  %10s  %s\n", "DIGEST", "UNPACKED", "SIZE", "SOURCE");
   for (const auto& img : images)
     printf("%-19s  %-20s  %10s  %s\n", img.manifest_digest.substr(0, 19).c_str(),
@@ -110,18 +110,16 @@ int do_rm(const fs::path& cache, const std::string& what) {
   std::string digest = what;
   // A digest unless it names an existing layout directory.
   std::error_code ec;
-  const ImageRef ref = parse_image_ref(what);
-  if (!looks_like_digest(what) || fs::is_directory(ref.layout, ec)) {
-    const Layout layout(ref.layout);
-    digest = resolve_image(layout, ref.tag).manifest.digest.str();
-  }
-  printf("removed %s\n", remove_cached_image(cache, digest).c_str());
+  const image::ImageRef ref = image::parse_image_ref(what);
+  if (!looks_like_digest(what) || fs::is_directory(ref.layout, ec)) digest = image::manifest_digest(ref);
+  printf("removed %s\n", image::remove_cached_image(cache, digest).c_str());
   return 0;
 }
 
 }  // namespace
 
 int image_command(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "build-default") return image_build_default({args.begin() + 1, args.end()});
   CLI::App app{"Unpack OCI image layouts and manage the image cache", "sandboxrun image"};
   app.require_subcommand(1, 1);
 
@@ -141,7 +139,7 @@ int image_command(const std::vector<std::string>& args) {
   auto* ls = app.add_subcommand("ls", "List the images in the cache");
   ls->add_option("--cache", cache, "Cache directory (default: per-user or /var/lib/sandboxrun/images)");
 
-  // Run by main.cpp before this parser (it execs scripts/build-image.sh); listed here for --help.
+  // Run above, before this parser (it execs scripts/build-image.sh); listed here for --help.
   auto* build = app.add_subcommand("build-default",
                                    "Build the default image (or `science`) from Debian packages with mmdebstrap: "
                                    "build-default [--rebuild] [default|science]");
@@ -164,7 +162,7 @@ int image_command(const std::vector<std::string>& args) {
   const std::string sub = app.get_subcommands().front()->get_name();
   try {
     if (unpack->parsed()) return do_unpack(ref_text, dest, force);
-    const fs::path cache_dir = cache.empty() ? default_cache_dir() : fs::path(cache);
+    const fs::path cache_dir = cache.empty() ? image::default_cache_dir() : fs::path(cache);
     if (ls->parsed()) return do_ls(cache_dir);
     return do_rm(cache_dir, target);
   } catch (const Error& e) {
@@ -175,4 +173,4 @@ int image_command(const std::vector<std::string>& args) {
   return 1;
 }
 
-}  // namespace sandboxrun::image
+}  // namespace sandboxrun::cli
