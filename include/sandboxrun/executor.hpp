@@ -169,6 +169,11 @@ class Executor {
   std::unique_ptr<Impl> impl_;
 };
 
+// The rootfs a run with image `where` gets (see RunRequest::image; an OCI layout is unpacked into
+// the image cache first), checked as a launch checks it. Throws Error saying what was looked at
+// or what the image lacks.
+std::filesystem::path check_image(const std::string& where);
+
 // A fresh random run id (32 hex digits).
 std::string new_run_id();
 

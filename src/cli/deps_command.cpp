@@ -4,9 +4,8 @@
 #include <ctime>
 
 #include "cli.hpp"
-#include "deps_phase.hpp"
 #include "sandboxrun/config.hpp"
-#include "deps/deps.hpp"
+#include "sandboxrun/deps_cache.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/size.hpp"
 
@@ -45,13 +44,12 @@ int deps_command(const std::vector<std::string>& args) {
   if (auto rc = parse_or_exit(app, args)) return *rc;
 
   const SandboxConfig cfg = load_sandbox_config(find_config(config));
-  const deps::Cache cache = deps::Cache::open(core::deps_cache_dir(cfg));
+  const DepsCache cache = DepsCache::open(cfg);
   if (ls->parsed()) {
     std::printf("%-16s  %10s  %6s  %-20s  %s\n", "KEY", "SIZE", "FILES", "LAST USED", "REQUIREMENTS");
     for (const auto& e : cache.list()) {
       std::string reqs;
-      for (const auto& r : e.record.value("requirements", nlohmann::json::array()))
-        if (r.is_string()) reqs += (reqs.empty() ? "" : ", ") + r.get<std::string>();
+      for (const auto& r : e.requirements) reqs += (reqs.empty() ? "" : ", ") + r;
       std::printf("%-16s  %10s  %6llu  %-20s  %s\n", e.key.substr(0, 16).c_str(), format_size(e.bytes).c_str(),
                   static_cast<unsigned long long>(e.files), when(e.last_used).c_str(), reqs.c_str());
     }
@@ -64,13 +62,11 @@ int deps_command(const std::vector<std::string>& args) {
       bool match = all;
       for (const auto& k : keys) match = match || (k.size() >= 8 && e.key.rfind(k, 0) == 0);
       if (!match) continue;
-      deps::KeyLock l = cache.try_lock(e.key);
-      if (!l.held()) {
+      if (!cache.remove(e.key)) {
         std::fprintf(stderr, "sandboxrun deps rm: %s is in use; try again when its runs end\n", e.key.c_str());
         rc = 1;
         continue;
       }
-      cache.remove(e.key);
       std::printf("removed %s\n", e.key.c_str());
     }
     return rc;
@@ -82,7 +78,7 @@ int deps_command(const std::vector<std::string>& args) {
     cap = *m;
   }
   const auto r = cache.gc(cap, verify);
-  for (const auto& k : r.removed) std::printf("evicted %s\n", k.c_str());
+  for (const auto& k : r.evicted) std::printf("evicted %s\n", k.c_str());
   for (const auto& k : r.damaged) std::printf("removed damaged %s\n", k.c_str());
   std::printf("%s in the cache (cap %s)\n", format_size(r.bytes_after).c_str(), format_size(cap).c_str());
   return 0;

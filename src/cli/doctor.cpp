@@ -14,10 +14,10 @@
 
 #include "cli.hpp"
 #include "doctor_checks.hpp"
-#include "image_resolve.hpp"
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/executor.hpp"
 #include "sandboxrun/id_slots.hpp"
 #include "sandboxrun/launch.hpp"
 
@@ -96,12 +96,10 @@ Check check_cgroups(const CgroupSettings& settings) {
        .summary = s.version + " controllers: " + (ctl.empty() ? "none" : ctl) + (s.detail.empty() ? "" : "; " + s.detail)});
 }
 
-Check check_image(const SandboxConfig& cfg) {
+Check check_default_image(const SandboxConfig& cfg) {
   try {
-    SandboxSpec spec;
-    core::apply_image(spec, core::resolve_image(cfg.image));
-    validate_rootfs(spec.rootfs.string(), spec.python);
-    return {"default image", true, true, cfg.image + " (" + spec.rootfs.string() + ")", ""};
+    const std::filesystem::path rootfs = sandboxrun::check_image(cfg.image);
+    return {"default image", true, true, cfg.image + " (" + rootfs.string() + ")", ""};
   } catch (const Error& e) {
     return {"default image", false, true, e.what(), "run `sandboxrun image build-default` (as root)"};
   }
@@ -125,7 +123,7 @@ int doctor_command(const std::vector<std::string>& argv) {
     checks.push_back(check_landlock(cfg.landlock));
     checks.push_back(check_id_ranges(cfg.id_ranges));
     checks.push_back(check_cgroups(cfg.cgroup));
-    checks.push_back(check_image(cfg));
+    checks.push_back(check_default_image(cfg));
   } catch (const Error& e) {
     checks.push_back({"config", false, true, e.what(), e.hint()});
   }

@@ -8,7 +8,7 @@
 #include "log.hpp"
 #include "sandboxrun/config.hpp"
 #include "sandboxrun/error.hpp"
-#include "common/yaml_strict.hpp"
+#include "sandboxrun/suggest.hpp"
 
 extern char** environ;
 
@@ -77,7 +77,7 @@ bool looks_like_a_command(const std::string& word) {
 int mistyped_command(const std::string& word) {
   std::vector<std::string_view> names;
   for (const Command& c : kCommands) names.emplace_back(c.name);
-  const std::string_view near = sandboxrun::StrictYaml::nearest(word, names);
+  const std::string_view near = sandboxrun::nearest_name(word, names);
   cli::log::error("'{}' is not a command{}; to run a file, give its path (./{} or {}.py)", word,
                   near.empty() ? "" : " (did you mean '" + std::string(near) + "'?)", word, word);
   usage();

@@ -9,6 +9,7 @@
 
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/size.hpp"
+#include "sandboxrun/suggest.hpp"
 
 namespace sandboxrun {
 
@@ -22,22 +23,6 @@ std::string describe(const YAML::Node& node) {
   if (node.IsMap()) return "a mapping";
   if (node.IsSequence()) return "a list";
   return "nothing";
-}
-
-// Levenshtein distance, for "did you mean".
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 // Every mapping of the document, checked for a key given twice.
@@ -110,20 +95,9 @@ void StrictYaml::unknown_key(const YAML::Node& key_node, const std::string& key,
                              std::span<const std::string_view> known) const {
   std::string list;
   for (auto known_key : known) list += (list.empty() ? "" : ", ") + std::string(known_key);
-  const std::string_view near = nearest(key_node.IsScalar() ? key_node.Scalar() : key, known);
+  const std::string_view near = nearest_name(key_node.IsScalar() ? key_node.Scalar() : key, known);
   fail(key_node, key, "one of the known keys (" + list + ")",
        near.empty() ? "an unknown key" : "an unknown key (did you mean '" + std::string(near) + "'?)");
-}
-
-std::string_view StrictYaml::nearest(std::string_view key, std::span<const std::string_view> known) {
-  std::string_view best;
-  size_t best_distance = key.size() / 3 + 1;
-  for (auto k : known)
-    if (const size_t d = edit_distance(key, k); d < best_distance) {
-      best = k;
-      best_distance = d;
-    }
-  return best;
 }
 
 YAML::Node StrictYaml::require(const YAML::Node& map, const std::string& parent, const std::string& name,

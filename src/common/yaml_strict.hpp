@@ -45,8 +45,6 @@ class StrictYaml {
   // nearest of them when the key looks like a typo of it.
   [[noreturn]] void unknown_key(const YAML::Node& key_node, const std::string& key,
                                 std::span<const std::string_view> known) const;
-  // The known key `key` is most likely a typo of (at most a third of its letters off), or "".
-  static std::string_view nearest(std::string_view key, std::span<const std::string_view> known);
 
   // map[name], which must be there: else fails on PARENT.NAME ("got nothing (the key is missing)")
   // at the line of `map`.

@@ -18,7 +18,6 @@
 #include "net/egress_proxy.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
-#include "common/install_paths.hpp"
 #include "sandboxrun/launch.hpp"
 #include "common/safe_open.hpp"
 #include "common/sha256.hpp"
@@ -195,15 +194,6 @@ std::vector<InstalledPackage> install(const DepsInputs& in, const deps::Requirem
 
 }  // namespace
 
-fs::path deps_cache_dir(const SandboxConfig& cfg) {
-  if (const char* env = std::getenv("SANDBOXRUN_CACHE_DIR"); env && *env) return fs::path(env) / "deps";
-  if (cfg.cache_dir) return *cfg.cache_dir;
-  const fs::path root = default_cache_root();
-  if (root.empty())
-    throw Error("no directory for the dependency cache (no home directory)", "set SANDBOXRUN_CACHE_DIR or cache_dir:");
-  return root / "deps";
-}
-
 DepsHold provide_deps(const DepsInputs& in, const SandboxSpec& spec, std::optional<DepsReport>& report) {
   deps::Requirements reqs;
   for (const auto& line : spec.requirements) reqs.lines.push_back(line);
@@ -227,7 +217,7 @@ DepsHold provide_deps(const DepsInputs& in, const SandboxSpec& spec, std::option
 
   DepsHold hold;
   try {
-    const deps::Cache cache = deps::Cache::open(deps_cache_dir(in.cfg));
+    const deps::Cache cache = deps::Cache::open(deps::cache_dir(in.cfg));
     std::string damage;
     hold.lock = cache.lock(key, /*exclusive=*/false);
     std::optional<deps::EntryInfo> entry = cache.lookup(key, false, &damage);

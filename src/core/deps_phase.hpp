@@ -49,8 +49,4 @@ struct DepsHold {
 // cached).
 DepsHold provide_deps(const DepsInputs& in, const SandboxSpec& spec, std::optional<DepsReport>& report);
 
-// The dependency cache: $SANDBOXRUN_CACHE_DIR/deps, else cache_dir: of sandbox.yaml, else the
-// default cache root's deps/ (/var/cache/sandboxrun/deps as root, ~/.cache/sandboxrun/deps).
-std::filesystem::path deps_cache_dir(const SandboxConfig& cfg);
-
 }  // namespace sandboxrun::core

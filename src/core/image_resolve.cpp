@@ -4,7 +4,9 @@
 #include <cstdlib>
 
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/executor.hpp"
 #include "sandboxrun/fd.hpp"
+#include "sandboxrun/launch.hpp"
 #include "image/image.hpp"
 #include "common/install_paths.hpp"
 #include "net/egress_proxy.hpp"
@@ -95,3 +97,14 @@ SandboxSpec finalize_spec(SandboxSpec spec, const std::map<std::string, std::str
 }
 
 }  // namespace sandboxrun::core
+
+namespace sandboxrun {
+
+std::filesystem::path check_image(const std::string& where) {
+  SandboxSpec spec;
+  core::apply_image(spec, core::resolve_image(where));
+  validate_rootfs(spec.rootfs.string(), spec.python);
+  return spec.rootfs;
+}
+
+}  // namespace sandboxrun

@@ -24,7 +24,16 @@
 
 #include "sandboxrun/fd.hpp"
 
+namespace sandboxrun {
+struct SandboxConfig;
+}
+
 namespace sandboxrun::deps {
+
+// The dependency cache of runs under `cfg`: $SANDBOXRUN_CACHE_DIR/deps, else cache_dir: of
+// sandbox.yaml, else the default cache root's deps/ (/var/cache/sandboxrun/deps as root,
+// ~/.cache/sandboxrun/deps). Throws Error when there is no home directory to tell.
+std::filesystem::path cache_dir(const SandboxConfig& cfg);
 
 // A requirement set in pip's requirements format, reduced to what can be installed from the
 // configured index: requirement specifiers with optional --hash=ALGO:HEX options. One entry per
