@@ -98,7 +98,8 @@ struct RunRequest {
   std::optional<std::string> caller;
   std::map<std::string, std::string> labels;
   std::optional<std::string> run_id;  // caller-chosen; refused if the audit log already has it
-  // Called from the run's monitor loop at each resource sample; may be empty.
+  // Called from the run's monitor loop at each resource sample (every monitoring.interval) and
+  // once at the end; may be empty. Set with monitoring.enabled: false, run() throws Error (usage).
   std::function<void(const CgroupUsage&, std::chrono::milliseconds elapsed)> on_sample;
   // For a command-line front end only: its argv/environ strings, wiped inside the sandbox's
   // pid 1 so that /proc/1/cmdline shows nothing of the caller.

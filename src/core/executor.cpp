@@ -45,8 +45,9 @@ Assessment assess_bytes(std::string_view code, const SecurityConfig& security) {
 }
 
 
-// A library caller may build RunRequest::inputs by hand: the same rules as load_input().
-void check_inputs(const RunRequest& req, const SandboxConfig& cfg, const std::string& script_name) {
+// A library caller may build RunRequest::inputs by hand: the same rules as load_input(); and
+// samples need monitoring on.
+void check_request(const RunRequest& req, const SandboxConfig& cfg, const std::string& script_name) {
   uint64_t total = 0;
   size_t path_bytes = 0;
   std::set<std::string> seen{script_name};
@@ -67,6 +68,9 @@ void check_inputs(const RunRequest& req, const SandboxConfig& cfg, const std::st
   if (total > cfg.input_limit)
     throw Error("the inputs hold " + format_size(total) + "; input_limit is " + format_size(cfg.input_limit),
                 "pass less, or raise input_limit in sandbox.yaml").as(ErrorKind::usage);
+  if (req.on_sample && !cfg.monitoring)
+    throw Error("resource samples were asked for (--stats), but monitoring.enabled is false in " + cfg.file.string(),
+                "set monitoring.enabled: true, or run without --stats").as(ErrorKind::usage);
 }
 
 
@@ -187,7 +191,7 @@ RunResult Executor::run(const RunRequest& req) const {
 
   std::vector<CodeRef> input_code;
   try {
-    check_inputs(req, im.cfg, sandbox_script_name(req.name));
+    check_request(req, im.cfg, sandbox_script_name(req.name));
     for (const auto& f : req.inputs) r.inputs.push_back(record_of(f));
     r.assessment = im.assess_job(req, input_code);
   } catch (const Error& e) {

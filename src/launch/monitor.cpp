@@ -3,18 +3,17 @@
 #include "monitor.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <climits>
 #include <cstring>
 #include <string>
-#include <string_view>
 
 #include "fd_passing.hpp"
+#include "monitor_io.hpp"
+#include "poll_set.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "seccomp_notify.hpp"
@@ -26,41 +25,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-struct Stream {
-  int fd;
-  int sink;          // streaming: where to copy; capture: -1
-  std::string* buf;  // capture buffer
-  bool* truncated;
-  uint64_t limit;
-  bool open = true;
-  uint64_t streamed = 0;  // bytes copied to sink so far
-};
-
-// Returns false at EOF or error.
-bool pump(Stream& s) {
-  char chunk[65536];
-  ssize_t n = ::read(s.fd, chunk, sizeof chunk);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
-  if (n <= 0) return false;
-  auto len = static_cast<size_t>(n);
-  if (s.sink >= 0) {
-    // Past output_limit the stream is cut with one line saying so, and drained to nowhere.
-    const size_t room = s.streamed < s.limit ? static_cast<size_t>(s.limit - s.streamed) : 0;
-    write_all(s.sink, chunk, std::min(len, room));  // a closed caller stdout must not stop the drain
-    s.streamed += std::min(len, room);
-    if (len > room && !*s.truncated) {
-      *s.truncated = true;
-      const std::string notice =
-          "\n[sandboxrun: output cut at output_limit (" + std::to_string(s.limit) + " bytes)]\n";
-      write_all(s.sink, notice.data(), notice.size());
-    }
-  } else {
-    size_t room = s.buf->size() < s.limit ? static_cast<size_t>(s.limit - s.buf->size()) : 0;
-    if (len > room) *s.truncated = true;
-    s.buf->append(chunk, std::min(len, room));
-  }
-  return true;
-}
+// How long writers that outlive pid 1 (or, with defer_teardown, the payload's status) get to
+// finish: every one of them is dead or dying, the pipes only need to drain.
+constexpr milliseconds kLinger{2000};
 
 void merge_usage(CgroupUsage& acc, const CgroupUsage& now) {
   acc.memory_current = now.memory_current;
@@ -71,77 +38,6 @@ void merge_usage(CgroupUsage& acc, const CgroupUsage& now) {
   acc.oom_kills = std::max(acc.oom_kills, now.oom_kills);
   acc.pids_max_hits = std::max(acc.pids_max_hits, now.pids_max_hits);
 }
-
-class SignalGuard {
- public:
-  SignalGuard() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    sigaddset(&set_, SIGHUP);
-    fd_.reset(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
-    // SIGPIPE too (not read from the signalfd): a program that closes its stdin turns our next
-    // write into EPIPE, which the stdin pump handles, instead of killing the launcher.
-    sigaddset(&set_, SIGPIPE);
-    ::sigprocmask(SIG_BLOCK, &set_, &old_);
-  }
-  ~SignalGuard() {
-    sigset_t pipe_only;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    const timespec now{0, 0};
-    while (::sigtimedwait(&pipe_only, nullptr, &now) == SIGPIPE) {}  // discard, do not deliver
-    ::sigprocmask(SIG_SETMASK, &old_, nullptr);
-  }
-  SignalGuard(const SignalGuard&) = delete;
-  SignalGuard& operator=(const SignalGuard&) = delete;
-  int fd() const { return fd_.get(); }
-
- private:
-  sigset_t set_, old_;
-  UniqueFd fd_;
-};
-
-// The launcher's stdin (or the caller's bytes) -> the program's stdin pipe, never blocking the
-// loop: one chunk at a time, read only when the previous one is written. EOF (or the program
-// closing its end: EPIPE is no error) closes ours.
-struct StdinPump {
-  int src = -1;
-  UniqueFd* dst = nullptr;
-  std::string chunk_buf;
-  std::string_view pending;  // chunk_buf, or the caller's bytes (LaunchRequest::stdin_data)
-  size_t done = 0;
-  bool src_open = false;
-
-  bool active() const { return dst && *dst; }
-  bool wants_read() const { return active() && src_open && done == pending.size(); }
-  bool wants_write() const { return active() && done < pending.size(); }
-  void finish() { dst->reset(); }
-  void read_some() {
-    char chunk[65536];
-    ssize_t n = ::read(src, chunk, sizeof chunk);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-    if (n <= 0) {
-      src_open = false;
-      finish();  // EOF passed on
-      return;
-    }
-    chunk_buf.assign(chunk, static_cast<size_t>(n));
-    pending = chunk_buf;
-    done = 0;
-  }
-  void write_some() {
-    ssize_t n = ::write(dst->get(), pending.data() + done, pending.size() - done);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-    if (n < 0) return finish();  // EPIPE: the program closed its stdin
-    done += static_cast<size_t>(n);
-    if (done == pending.size() && !src_open) finish();
-  }
-};
-
-}  // namespace
-
-namespace {
 
 // Where pid 1 is blocked: the kernel's wait channel, syscall and stack, and its children.
 std::string describe_stuck_setup(pid_t pid1) {
@@ -163,246 +59,276 @@ std::string describe_stuck_setup(pid_t pid1) {
   return what;
 }
 
+// One run's watch: each fd the sandbox talks through has a handler; a turn of the loop polls
+// those that are open, runs the handlers of the ready ones, then reaps, times out and samples.
+class Monitor {
+ public:
+  Monitor(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgroup* cgroup, RunOutcome& out,
+          Clock::time_point started)
+      : req_(req), pid1_(pid1), fds_(fds), cgroup_(cgroup), out_(out), started_(started), denied_(out.denied) {
+    const auto& lim = req.spec.limits;
+    streams_[0] = {fds.stdout_read.get(), req.capture ? -1 : req.stdout_fd, &out.stdout_data, &out.stdout_truncated,
+                   lim.output_bytes};
+    streams_[1] = {fds.stderr_read.get(), req.capture ? -1 : req.stderr_fd, &out.stderr_data, &out.stderr_truncated,
+                   lim.output_bytes};
+    deadline_ = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(lim.timeout_s));
+    // monitoring.enabled: false: no periodic samples; the usage is still read when the run ends.
+    next_sample_ = req.spec.monitoring ? Clock::now() + req.spec.monitor_interval : Clock::time_point::max();
+    if (fds.stdin_write) {
+      in_.dst = &fds.stdin_write;
+      if (req.stdin_data) {
+        in_.pending = *req.stdin_data;
+        if (in_.pending.empty()) in_.finish();  // nothing to write: EOF at once
+      } else {
+        in_.src = req.stdin_fd;
+        in_.src_open = true;
+      }
+    }
+  }
+
+  // Runs until the sandbox ends; fills `out`. See monitor_sandbox.
+  bool run() {
+    while (!done()) {
+      arm();
+      pid_ready_ = false;
+      if (!poll_.dispatch(timeout_ms(Clock::now()))) break;
+      if (waiting_for_pid1() && (pid_ready_ || !fds_.pidfd)) reap_if_gone();
+      const auto now = Clock::now();
+      if (waiting_for_pid1() && now >= deadline_) time_out();
+      if (now >= next_sample_) {
+        if (!pid1_exited_) sample();
+        next_sample_ = now + req_.spec.monitor_interval;
+      }
+    }
+    drain_control();
+    finish();
+    return pid1_exited_;
+  }
+
+ private:
+  // defer_teardown: once pid 1 has sent the payload's status the run is over but for its output,
+  // and pid 1 (on its way out) is left to the caller: never reaped here, whenever it exits, so
+  // that the caller always gets it. Its exit kills whatever still holds the output open.
+  bool payload_done() const { return req_.defer_teardown && status_known_ && !pid1_exited_ && setup_error_.empty(); }
+  bool waiting_for_pid1() const { return !pid1_exited_ && !payload_done(); }
+
+  bool done() {
+    const bool streams_open = streams_[0].open || streams_[1].open;
+    if (pid1_exited_ && !streams_open) return true;
+    // The setup's last word (an execve error) and the seccomp listener arrive before their EOF;
+    // as after pid 1's exit, a writer that lingers gets kLinger.
+    if (payload_done() && ((!streams_open && !fds_.error_read && !fds_.notify_read) ||
+                           Clock::now() - status_seen_ > kLinger)) {
+      exit_seen_ = status_seen_;
+      if (in_.active()) in_.finish();
+      sample();
+      sampled_at_exit_ = true;
+      return true;
+    }
+    return pid1_exited_ && Clock::now() - exit_seen_ > kLinger;
+  }
+
+  // This turn's fds, in the order their handlers must run: the payload's execve (EOF on the
+  // error pipe) precedes its exit (the status), or a wake-up that brings both would time the run
+  // as ending before it began.
+  void arm() {
+    poll_.clear();
+    if (in_.wants_read()) poll_.add(in_.src, POLLIN, [this](short) { in_.read_some(); });
+    else if (in_.wants_write()) poll_.add(in_.dst->get(), POLLOUT, [this](short) { in_.write_some(); });
+    for (OutputStream& s : streams_)
+      if (s.open) poll_.add(s.fd, POLLIN, [&s](short) { s.pump(); });
+    if (fds_.error_read) poll_.add(fds_.error_read.get(), POLLIN, [this](short) { on_setup_word(); });
+    if (fds_.status_read) poll_.add(fds_.status_read.get(), POLLIN, [this](short) { on_status(); });
+    if (fds_.control_read) poll_.add(fds_.control_read.get(), POLLIN, [this](short) { on_control(); });
+    if (fds_.notify_read) poll_.add(fds_.notify_read.get(), POLLIN, [this](short) { on_listener(); });
+    if (const int lfd = denied_.poll_fd(Clock::now()); lfd >= 0)
+      poll_.add(lfd, POLLIN, [this](short revents) { denied_.handle(revents); });
+    poll_.add(signals_.fd(), POLLIN, [this](short) { on_signal(); });
+    if (waiting_for_pid1() && fds_.pidfd) poll_.add(fds_.pidfd.get(), POLLIN, [this](short) { pid_ready_ = true; });
+  }
+
+  int timeout_ms(Clock::time_point now) const {
+    auto wake = std::min(deadline_, next_sample_);
+    if (denied_.throttled(now)) wake = std::min(wake, denied_.throttled_until());
+    if (pid1_exited_) wake = std::min(wake, exit_seen_ + kLinger);
+    if (payload_done()) wake = std::min(wake, status_seen_ + kLinger);
+    const int64_t ms = std::chrono::duration_cast<milliseconds>(wake - now).count() + 1;
+    int timeout = static_cast<int>(std::clamp<int64_t>(ms, 0, INT_MAX));
+    if (!fds_.pidfd && !pid1_exited_) timeout = std::min(timeout, 50);  // old kernels: poll waitpid
+    return timeout;
+  }
+
+  // The setup's last word: a ChildError, or EOF when the payload's execve succeeded.
+  void on_setup_word() {
+    ChildError e{};
+    const ssize_t got = ::read(fds_.error_read.get(), &e, sizeof e);
+    if (got == sizeof e) {
+      e.stage[sizeof e.stage - 1] = 0;
+      e.detail[sizeof e.detail - 1] = 0;
+      setup_error_ = std::string("sandbox setup failed at '") + e.stage + "' (" + e.detail + "): " + std::strerror(e.err);
+      kill_sandbox();
+    } else if (got == 0) {
+      exec_seen_ = Clock::now();
+      if (req_.after_exec) req_.after_exec();
+    }
+    fds_.error_read.reset();
+  }
+
+  // The payload's wait status, sent by pid 1.
+  void on_status() {
+    int st;
+    if (::read(fds_.status_read.get(), &st, sizeof st) == sizeof st) {
+      wait_status_ = st;
+      status_known_ = true;
+      status_seen_ = Clock::now();
+    }
+    fds_.status_read.reset();
+  }
+
+  // One message per fd the sandbox passes (proxy socket, /work); EOF once pid 1 has execve'd.
+  void on_control() {
+    char tag = 0;
+    UniqueFd passed = receive_fd(fds_.control_read.get(), &tag);
+    if (!passed) fds_.control_read.reset();
+    else if (tag == kProxySocketTag && req_.on_proxy_socket) req_.on_proxy_socket(std::move(passed));
+    else if (tag == kWorkDirTag && req_.on_work_dir) req_.on_work_dir(std::move(passed));
+  }
+
+  // The payload's seccomp listener, once it has loaded its filter.
+  void on_listener() {
+    if (UniqueFd listener = receive_fd(fds_.notify_read.get())) denied_.attach(std::move(listener));
+    fds_.notify_read.reset();
+  }
+
+  void on_signal() {
+    if (const int sig = signals_.take()) {
+      killed_by_signal_ = sig;
+      setup_error_ = "interrupted by signal " + std::to_string(sig) + "; the sandbox was killed";
+      kill_sandbox();
+    }
+  }
+
+  void reap_if_gone() {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid1_), &info, WEXITED | WNOHANG) != 0 || info.si_pid != pid1_) return;
+    pid1_exited_ = true;
+    exit_seen_ = Clock::now();
+    if (in_.active()) in_.finish();    // no reader is left
+    if (cgroup_) cgroup_->kill_all();  // stragglers that escaped the pid namespace cannot exist; belt and braces
+    sample();
+    sampled_at_exit_ = true;
+  }
+
+  void time_out() {
+    timed_out_ = true;
+    // Still setting up when time ran out: say where, so a hang in setup can be diagnosed.
+    if (exec_seen_ == Clock::time_point{} && fds_.error_read) setup_error_ = describe_stuck_setup(pid1_);
+    sample();
+    kill_sandbox();
+    // Wait for pid 1 to be reaped (SIGKILL is immediate, even for stopped processes).
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid1_), &info, WEXITED) == 0) {
+      pid1_exited_ = true;
+      exit_seen_ = Clock::now();
+    }
+  }
+
+  void kill_sandbox() {
+    ::kill(pid1_, SIGKILL);  // pid 1 of a pid namespace: the kernel kills every process in it
+    if (cgroup_) cgroup_->kill_all();
+  }
+
+  void sample() {
+    if (!cgroup_) return;
+    merge_usage(out_.usage, cgroup_->sample());
+    if (req_.on_sample) req_.on_sample(out_.usage, std::chrono::duration_cast<milliseconds>(Clock::now() - started_));
+  }
+
+  // A message still queued on the control socket (pid 1 ended before the loop read it): the
+  // /work fd must reach its caller whatever happened.
+  void drain_control() {
+    if (fds_.control_read) ::fcntl(fds_.control_read.get(), F_SETFL, O_NONBLOCK);
+    while (fds_.control_read) {
+      char tag = 0;
+      UniqueFd passed = receive_fd(fds_.control_read.get(), &tag);
+      if (!passed) fds_.control_read.reset();
+      else if (tag == kWorkDirTag && req_.on_work_dir) req_.on_work_dir(std::move(passed));
+    }
+  }
+
+  void finish() {
+    // Anything still buffered in the status pipe (pid 1 may have written just before exit).
+    if (fds_.status_read && !status_known_) {
+      int st;
+      if (::read(fds_.status_read.get(), &st, sizeof st) == sizeof st) {
+        wait_status_ = st;
+        status_known_ = true;
+      }
+    }
+    if (cgroup_ && !sampled_at_exit_) merge_usage(out_.usage, cgroup_->sample());
+    out_.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started_);
+    using std::chrono::microseconds;
+    if (exec_seen_ != Clock::time_point{}) {
+      out_.timings.spawn = std::chrono::duration_cast<microseconds>(exec_seen_ - started_);
+      if (exit_seen_ != Clock::time_point{})
+        out_.timings.run = std::chrono::duration_cast<microseconds>(exit_seen_ - exec_seen_);
+    }
+    classify();
+  }
+
+  // What the run came to: its status, exit code and error.
+  void classify() {
+    if (!setup_error_.empty() && !status_known_ && !timed_out_) {
+      out_.status = RunStatus::error;
+      out_.exit_code = killed_by_signal_ ? 128 + killed_by_signal_ : exit_code::setup_failed;
+      out_.error = setup_error_;
+    } else if (timed_out_) {
+      out_.status = RunStatus::timeout;
+      out_.exit_code = 124;
+      out_.error = setup_error_;
+    } else if (status_known_ && WIFEXITED(wait_status_)) {
+      out_.status = RunStatus::exited;
+      out_.exit_code = WEXITSTATUS(wait_status_);
+    } else if (status_known_ && WIFSIGNALED(wait_status_)) {
+      out_.signal = WTERMSIG(wait_status_);
+      out_.exit_code = 128 + out_.signal;
+      // OOM is read from the cgroup's memory events, never guessed from SIGKILL.
+      out_.status = out_.usage.oom_kills > 0 && out_.signal == SIGKILL ? RunStatus::oom : RunStatus::signaled;
+      out_.denied.killed_by_seccomp = out_.signal == SIGSYS;
+    } else if (out_.usage.oom_kills > 0) {
+      out_.status = RunStatus::oom;  // pid 1 itself was chosen by the OOM killer
+      out_.exit_code = 128 + SIGKILL;
+      out_.signal = SIGKILL;
+    } else {
+      out_.status = RunStatus::error;
+      out_.exit_code = exit_code::setup_failed;
+      out_.error = "the sandbox ended without reporting the program's status";
+    }
+  }
+
+  const LaunchRequest& req_;
+  const pid_t pid1_;
+  MonitorFds& fds_;
+  Cgroup* const cgroup_;
+  RunOutcome& out_;
+  const Clock::time_point started_;
+  SignalGuard signals_;
+  OutputStream streams_[2]{};
+  Clock::time_point deadline_{}, next_sample_{};
+  StdinPump in_;
+  DeniedListener denied_;
+  PollSet poll_;
+  bool pid1_exited_ = false, status_known_ = false, timed_out_ = false, sampled_at_exit_ = false, pid_ready_ = false;
+  int killed_by_signal_ = 0, wait_status_ = 0;
+  std::string setup_error_;
+  Clock::time_point exit_seen_{}, exec_seen_{}, status_seen_{};
+};
+
 }  // namespace
 
 bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgroup* cgroup, RunOutcome& out,
                      Clock::time_point started) {
-  SignalGuard signals;
-  const auto& lim = req.spec.limits;
-  Stream streams[2] = {
-      {fds.stdout_read.get(), req.capture ? -1 : req.stdout_fd, &out.stdout_data, &out.stdout_truncated,
-       lim.output_bytes},
-      {fds.stderr_read.get(), req.capture ? -1 : req.stderr_fd, &out.stderr_data, &out.stderr_truncated,
-       lim.output_bytes},
-  };
-  const auto deadline = started + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(lim.timeout_s));
-  const auto interval = req.spec.monitor_interval;
-  StdinPump in;
-  if (fds.stdin_write) {
-    in.dst = &fds.stdin_write;
-    if (req.stdin_data) {
-      in.pending = *req.stdin_data;
-      if (in.pending.empty()) in.finish();  // nothing to write: EOF at once
-    } else {
-      in.src = req.stdin_fd;
-      in.src_open = true;
-    }
-  }
-  auto next_sample = Clock::now() + interval;
-
-  DeniedListener denied(out.denied);
-  bool pid1_exited = false, status_known = false, timed_out = false, sampled_at_exit = false;
-  int killed_by_signal = 0;
-  int wait_status = 0;
-  std::string setup_error;
-  Clock::time_point exit_seen{}, exec_seen{};
-
-  auto kill_sandbox = [&] {
-    ::kill(pid1, SIGKILL);  // pid 1 of a pid namespace: the kernel kills every process in it
-    if (cgroup) cgroup->kill_all();
-  };
-  auto sample = [&] {
-    if (!cgroup) return;
-    merge_usage(out.usage, cgroup->sample());
-    if (req.on_sample) req.on_sample(out.usage, std::chrono::duration_cast<milliseconds>(Clock::now() - started));
-  };
-
-  // defer_teardown: once pid 1 has sent the payload's status the run is over but for its output,
-  // and pid 1 (on its way out) is left to the caller: never reaped here, whenever it exits, so
-  // that the caller always gets it. Its exit kills whatever still holds the output open.
-  Clock::time_point status_seen{};
-  auto payload_done = [&] { return req.defer_teardown && status_known && !pid1_exited && setup_error.empty(); };
-  for (;;) {
-    bool streams_open = streams[0].open || streams[1].open;
-    if (pid1_exited && !streams_open) break;
-    // The setup's last word (an execve error) and the seccomp listener arrive before their EOF;
-    // as after pid 1's exit, a writer that lingers gets two seconds.
-    if (payload_done() && ((!streams_open && !fds.error_read && !fds.notify_read) ||
-                           Clock::now() - status_seen > milliseconds(2000))) {
-      exit_seen = status_seen;
-      if (in.active()) in.finish();
-      sample();
-      sampled_at_exit = true;
-      break;
-    }
-    // After pid 1 is gone, every writer is dead; give the pipes a moment to drain.
-    if (pid1_exited && Clock::now() - exit_seen > milliseconds(2000)) break;
-
-    pollfd pfd[10];
-    int n = 0;
-    int idx_out = -1, idx_err = -1, idx_pid = -1, idx_status = -1, idx_error = -1, idx_ctl = -1, idx_sig = -1;
-    int idx_in = -1, idx_notify = -1, idx_listener = -1;
-    if (in.wants_read()) { idx_in = n; pfd[n++] = {in.src, POLLIN, 0}; }
-    else if (in.wants_write()) { idx_in = n; pfd[n++] = {in.dst->get(), POLLOUT, 0}; }
-    if (streams[0].open) { idx_out = n; pfd[n++] = {streams[0].fd, POLLIN, 0}; }
-    if (streams[1].open) { idx_err = n; pfd[n++] = {streams[1].fd, POLLIN, 0}; }
-    if (!pid1_exited && !payload_done() && fds.pidfd) { idx_pid = n; pfd[n++] = {fds.pidfd.get(), POLLIN, 0}; }
-    if (fds.status_read) { idx_status = n; pfd[n++] = {fds.status_read.get(), POLLIN, 0}; }
-    if (fds.error_read) { idx_error = n; pfd[n++] = {fds.error_read.get(), POLLIN, 0}; }
-    if (fds.control_read) { idx_ctl = n; pfd[n++] = {fds.control_read.get(), POLLIN, 0}; }
-    if (fds.notify_read) { idx_notify = n; pfd[n++] = {fds.notify_read.get(), POLLIN, 0}; }
-    auto now = Clock::now();
-    if (int lfd = denied.poll_fd(now); lfd >= 0) { idx_listener = n; pfd[n++] = {lfd, POLLIN, 0}; }
-    idx_sig = n;
-    pfd[n++] = {signals.fd(), POLLIN, 0};
-
-    auto wake = std::min(deadline, next_sample);
-    if (denied.throttled(now)) wake = std::min(wake, denied.throttled_until());
-    if (pid1_exited) wake = std::min(wake, exit_seen + milliseconds(2000));
-    if (payload_done()) wake = std::min(wake, status_seen + milliseconds(2000));
-    int timeout_ms = static_cast<int>(std::max<int64_t>(
-        0, std::chrono::duration_cast<milliseconds>(wake - now).count() + 1));
-    if (!fds.pidfd && !pid1_exited) timeout_ms = std::min(timeout_ms, 50);  // old kernels: poll waitpid
-    int r = ::poll(pfd, static_cast<nfds_t>(n), timeout_ms);
-    if (r < 0 && errno != EINTR) break;
-
-    auto ready = [&](int i) { return i >= 0 && r > 0 && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)); };
-    if (idx_in >= 0 && r > 0 && pfd[idx_in].revents) {
-      if (pfd[idx_in].events == POLLIN) in.read_some();
-      else in.write_some();
-    }
-    if (ready(idx_out) && !pump(streams[0])) streams[0].open = false;
-    if (ready(idx_err) && !pump(streams[1])) streams[1].open = false;
-    // The payload's execve (EOF here) precedes its exit (the status below): read in that order,
-    // or a wake-up that brings both would time the run as ending before it began.
-    if (ready(idx_error)) {
-      ChildError e{};
-      ssize_t got = ::read(fds.error_read.get(), &e, sizeof e);
-      if (got == sizeof e) {
-        e.stage[sizeof e.stage - 1] = 0;
-        e.detail[sizeof e.detail - 1] = 0;
-        setup_error = std::string("sandbox setup failed at '") + e.stage + "' (" + e.detail +
-                      "): " + std::strerror(e.err);
-        kill_sandbox();
-      } else if (got == 0) {
-        exec_seen = Clock::now();
-        if (req.after_exec) req.after_exec();
-      }
-      fds.error_read.reset();  // EOF: the payload's execve succeeded
-    }
-    if (ready(idx_status)) {
-      int st;
-      ssize_t got = ::read(fds.status_read.get(), &st, sizeof st);
-      if (got == sizeof st) {
-        wait_status = st;
-        status_known = true;
-        status_seen = Clock::now();
-      }
-      fds.status_read.reset();
-    }
-    if (ready(idx_ctl)) {
-      // One message per fd the sandbox passes (proxy socket, /work); EOF once pid 1 has execve'd.
-      char tag = 0;
-      UniqueFd passed = receive_fd(fds.control_read.get(), &tag);
-      if (!passed) fds.control_read.reset();
-      else if (tag == kProxySocketTag && req.on_proxy_socket) req.on_proxy_socket(std::move(passed));
-      else if (tag == kWorkDirTag && req.on_work_dir) req.on_work_dir(std::move(passed));
-    }
-    if (ready(idx_notify)) {
-      UniqueFd listener = receive_fd(fds.notify_read.get());
-      if (listener) denied.attach(std::move(listener));
-      fds.notify_read.reset();
-    }
-    if (idx_listener >= 0 && r > 0 && pfd[idx_listener].revents) denied.handle(pfd[idx_listener].revents);
-    if (ready(idx_sig)) {
-      signalfd_siginfo si;
-      if (::read(signals.fd(), &si, sizeof si) == sizeof si) {
-        killed_by_signal = static_cast<int>(si.ssi_signo);
-        setup_error = "interrupted by signal " + std::to_string(si.ssi_signo) + "; the sandbox was killed";
-        kill_sandbox();
-      }
-    }
-    if (!pid1_exited && !payload_done()) {
-      bool gone = false;
-      if (ready(idx_pid) || !fds.pidfd) {
-        siginfo_t info{};
-        if (::waitid(P_PID, static_cast<id_t>(pid1), &info, WEXITED | WNOHANG) == 0 && info.si_pid == pid1)
-          gone = true;
-      }
-      if (gone) {
-        pid1_exited = true;
-        exit_seen = Clock::now();
-        if (in.active()) in.finish();  // no reader is left
-        if (cgroup) cgroup->kill_all();  // stragglers that escaped the pid namespace cannot exist; belt and braces
-        sample();
-        sampled_at_exit = true;
-      }
-    }
-    now = Clock::now();
-    if (!pid1_exited && !payload_done() && now >= deadline) {
-      timed_out = true;
-      // Still setting up when time ran out: say where, so a hang in setup can be diagnosed.
-      if (exec_seen == Clock::time_point{} && fds.error_read) setup_error = describe_stuck_setup(pid1);
-      sample();
-      kill_sandbox();
-    }
-    if (now >= next_sample) {
-      if (!pid1_exited) sample();
-      next_sample = now + interval;
-    }
-    if (timed_out && !pid1_exited) {
-      // Wait for pid 1 to be reaped (SIGKILL is immediate, even for stopped processes).
-      siginfo_t info{};
-      if (::waitid(P_PID, static_cast<id_t>(pid1), &info, WEXITED) == 0) {
-        pid1_exited = true;
-        exit_seen = Clock::now();
-      }
-    }
-  }
-  // A message still queued on the control socket (pid 1 ended before the loop read it): the
-  // /work fd must reach its caller whatever happened.
-  if (fds.control_read) ::fcntl(fds.control_read.get(), F_SETFL, O_NONBLOCK);
-  while (fds.control_read) {
-    char tag = 0;
-    UniqueFd passed = receive_fd(fds.control_read.get(), &tag);
-    if (!passed) fds.control_read.reset();
-    else if (tag == kWorkDirTag && req.on_work_dir) req.on_work_dir(std::move(passed));
-  }
-  // Read anything still buffered in the status pipe (pid 1 may have written just before exit).
-  if (fds.status_read && !status_known) {
-    int st;
-    if (::read(fds.status_read.get(), &st, sizeof st) == sizeof st) {
-      wait_status = st;
-      status_known = true;
-    }
-  }
-  if (cgroup && !sampled_at_exit) merge_usage(out.usage, cgroup->sample());
-  out.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - started);
-  using std::chrono::microseconds;
-  if (exec_seen != Clock::time_point{}) {
-    out.timings.spawn = std::chrono::duration_cast<microseconds>(exec_seen - started);
-    if (exit_seen != Clock::time_point{})
-      out.timings.run = std::chrono::duration_cast<microseconds>(exit_seen - exec_seen);
-  }
-
-  if (!setup_error.empty() && !status_known && !timed_out) {
-    out.status = RunStatus::error;
-    out.exit_code = killed_by_signal ? 128 + killed_by_signal : exit_code::setup_failed;
-    out.error = setup_error;
-  } else if (timed_out) {
-    out.status = RunStatus::timeout;
-    out.exit_code = 124;
-    out.error = setup_error;
-  } else if (status_known && WIFEXITED(wait_status)) {
-    out.status = RunStatus::exited;
-    out.exit_code = WEXITSTATUS(wait_status);
-  } else if (status_known && WIFSIGNALED(wait_status)) {
-    out.signal = WTERMSIG(wait_status);
-    out.exit_code = 128 + out.signal;
-    // OOM is read from the cgroup's memory events, never guessed from SIGKILL.
-    out.status = out.usage.oom_kills > 0 && out.signal == SIGKILL ? RunStatus::oom : RunStatus::signaled;
-    out.denied.killed_by_seccomp = out.signal == SIGSYS;
-  } else if (out.usage.oom_kills > 0) {
-    out.status = RunStatus::oom;  // pid 1 itself was chosen by the OOM killer
-    out.exit_code = 128 + SIGKILL;
-    out.signal = SIGKILL;
-  } else {
-    out.status = RunStatus::error;
-    out.exit_code = exit_code::setup_failed;
-    out.error = "the sandbox ended without reporting the program's status";
-  }
-  return pid1_exited;
+  return Monitor(req, pid1, fds, cgroup, out, started).run();
 }
 
 }  // namespace sandboxrun::launch

@@ -12,6 +12,7 @@
 using sandboxrun::testing::run_binary;
 using sandboxrun::testing::run_python;
 using sandboxrun::testing::TempDir;
+using sandboxrun::testing::write_config;
 
 TEST(Resources, SaysWhichCgroupBackendItTested) {
   auto r = run_python("print('hi')\n");
@@ -137,6 +138,20 @@ TEST(Resources, StatsStreamHasSamples) {
   auto both = run_binary({"--json", "--stats", "-", script});
   EXPECT_EQ(both.exit_code, 2) << both.out;
   EXPECT_NE(both.err.find("--stats - and --json both write to stdout"), std::string::npos) << both.err;
+}
+
+// monitoring.enabled: false turns the periodic samples off: --stats, which is made of them, is
+// refused naming the key, and the run's usage is still read when it ends.
+TEST(Resources, MonitoringOffRefusesStatsAndStillReportsUsage) {
+  TempDir d;
+  const std::string config = write_config(d, "monitoring:\n  enabled: false\n");
+  auto script = d.write("s.py", "b = bytearray(20 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n");
+  auto stats = run_binary({"--config", config, "--stats", d.path() + "/stats.jsonl", script});
+  EXPECT_EQ(stats.exit_code, 125) << stats.out;
+  EXPECT_NE(stats.err.find("monitoring.enabled is false in " + config), std::string::npos) << stats.err;
+  auto r = run_binary({"--config", config, "--json", script});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(nlohmann::json::parse(r.out)["resources"]["memory_peak_bytes"].get<uint64_t>(), 20u << 20);
 }
 
 TEST(Resources, LimitsMayOnlyTightenAndAdjustmentsAreReported) {
