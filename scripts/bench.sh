@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks: prints sandboxrun's figures side by side with its peers (bare python3, bwrap, crun,
 # umoci, bandit). Run as root after scripts/setup.sh. Figures on a loaded machine are noisy: run
-# it on a quiet one. Sections: startup, cgroup, parallel, assess, audit, image, network, deps.
+# it on a quiet one. Sections: startup, cgroup, parallel, assess, audit, image, network, deps,
+# config.
 #   scripts/bench.sh [section ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ chmod 755 "$work"  # the peers run the job file as uid 1000
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 # The assessor needs only the binary; every other section runs sandboxes in the rootfs.
 needs_rootfs=0
-for s in "${sections[@]}"; do [ "$s" = assess ] || needs_rootfs=1; done
+for s in "${sections[@]}"; do [ "$s" = assess ] || [ "$s" = config ] || needs_rootfs=1; done
 [ -x "$sandboxrun" ] && { [ $needs_rootfs = 0 ] || [ -d "$rootfs" ]; } || { echo "bench: run scripts/setup.sh first" >&2; exit 1; }
 
 # median_ms RUNS CMD...: median wall time of CMD in milliseconds (output discarded).
@@ -401,6 +402,12 @@ PY
   row "3 requirements, cache miss (install phase)" "$miss" "overhead $(sub "$miss" "$none") ms"
   row "3 requirements, cache hit" "$hit" "overhead $(sub "$hit" "$none") ms"
   row "  of which the dependency phase (in-process)" "$phase"
+}
+
+# What the parsed-config caches save each start: yaml-cpp against a decoded cache entry.
+config() {
+  echo "== config: loading the three configuration files, caches off and on"
+  "$bin/src/config/sandboxrun_config_bench" 200
 }
 
 for s in "${sections[@]}"; do "$s"; done

@@ -52,6 +52,12 @@ struct BanditSettings {
   std::string command = "bandit";  // a name looked up in PATH, or a path
   std::chrono::milliseconds timeout{30000};
   int score_low = 2, score_medium = 10, score_high = 25;  // per distinct bandit test id
+
+  using B = BanditSettings;
+  static constexpr auto fields = std::tuple{
+      record::field("enabled", &B::enabled), record::field("command", &B::command), record::field("timeout", &B::timeout),
+      record::field("score_low", &B::score_low), record::field("score_medium", &B::score_medium),
+      record::field("score_high", &B::score_high)};
 };
 
 struct SemgrepSettings {
@@ -60,6 +66,13 @@ struct SemgrepSettings {
   std::vector<std::string> configs{"p/python"};     // rule packs or files, one --config each
   std::chrono::milliseconds timeout{60000};
   int score_info = 2, score_warning = 10, score_error = 25;  // per distinct check id
+
+  using S = SemgrepSettings;
+  static constexpr auto fields = std::tuple{
+      record::field("enabled", &S::enabled), record::field("command", &S::command),
+      record::field("configs", &S::configs), record::field("timeout", &S::timeout),
+      record::field("score_info", &S::score_info), record::field("score_warning", &S::score_warning),
+      record::field("score_error", &S::score_error)};
 };
 
 struct SecurityConfig {
@@ -79,6 +92,16 @@ struct SecurityConfig {
   assess::AnalyzerLimits limits;
   BanditSettings bandit;
   SemgrepSettings semgrep;
+
+  // The settings of security.yaml (its cached form); source, rules_path, rules and
+  // rules_cache_note are found or made at load.
+  using C = SecurityConfig;
+  static constexpr auto fields = std::tuple{
+      record::field("medium_threshold", &C::medium_threshold), record::field("high_threshold", &C::high_threshold),
+      record::field("verdict_trust", &C::verdict_trust), record::field("override_trust", &C::override_trust),
+      record::field("override_policy", &C::override_policy), record::field("max_bytes", &C::max_bytes),
+      record::field("max_findings_per_rule", &C::max_findings_per_rule), record::field("limits", &C::limits),
+      record::field("bandit", &C::bandit), record::field("semgrep", &C::semgrep)};
 };
 
 // Reads security.yaml and the rules file it names. A relative rules path is looked up next to

@@ -9,7 +9,12 @@
 #include <string>
 #include <string_view>
 
+#include "sandboxrun/record.hpp"
+
 namespace sandboxrun::assess {
+
+using record::from_json;  // for AnalyzerLimits (record.hpp)
+using record::to_json;
 
 // One argument of a call, as far as a static reader can know it.
 struct ArgInfo {
@@ -92,6 +97,14 @@ struct AnalyzerLimits {
   uint32_t max_nesting = 200;
   uint32_t max_fragment_depth = 3;       // decoded-in-decoded levels analyzed
   uint64_t max_fragment_bytes = 4 << 20; // total decoded text analyzed per file
+
+  using L = AnalyzerLimits;
+  static constexpr auto fields = std::tuple{
+      record::field("long_line", &L::long_line), record::field("wide_gap", &L::wide_gap),
+      record::field("blank_run", &L::blank_run), record::field("entropy_min_length", &L::entropy_min_length),
+      record::field("entropy_bits", &L::entropy_bits), record::field("max_nesting", &L::max_nesting),
+      record::field("max_fragment_depth", &L::max_fragment_depth),
+      record::field("max_fragment_bytes", &L::max_fragment_bytes)};
 };
 
 // Analyzes Python source, then (iteratively, never recursively) the code it hides in exec'd

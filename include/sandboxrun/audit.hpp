@@ -19,6 +19,7 @@
 namespace sandboxrun {
 
 enum class AuditSync { each, batch, none };
+NLOHMANN_JSON_SERIALIZE_ENUM(AuditSync, {{AuditSync::each, "each"}, {AuditSync::batch, "batch"}, {AuditSync::none, "none"}})
 const char* to_string(AuditSync s);
 
 struct AuditConfig {
@@ -41,6 +42,17 @@ struct AuditConfig {
   // that does not take the lock (logrotate, mv) is noticed. 0 = before every append. Not set
   // from audit.yaml.
   std::chrono::milliseconds path_check_interval{10};
+
+  bool operator==(const AuditConfig&) const = default;
+  // The settings of audit.yaml (its cached form); path_check_interval is not one.
+  using A = AuditConfig;
+  static constexpr auto fields = std::tuple{
+      record::field("path", &A::path), record::field("sync", &A::sync), record::field("sync_batch", &A::sync_batch),
+      record::field("key_file", &A::key_file), record::field("store_code", &A::store_code),
+      record::field("store_files", &A::store_files), record::field("checkpoint_every", &A::checkpoint_every),
+      record::field("anchor", &A::anchor), record::field("syslog", &A::syslog),
+      record::field("rotate_max_bytes", &A::rotate_max_bytes), record::field("rotate_max_age", &A::rotate_max_age),
+      record::field("keep_files", &A::keep_files), record::field("keep_age", &A::keep_age)};
 };
 
 // Parses audit.yaml strictly (unknown keys and bad values are Errors naming file, key and

@@ -157,7 +157,7 @@ struct RunEndEvent {
   int64_t exit_code = 0;
   std::optional<uint64_t> duration_ms{};  // absent when nothing started
   std::optional<ResourcesRecord> resources{};
-  std::optional<std::string> cgroup{};  // the backend: v2, v1, enclosing, none
+  std::optional<std::string> cgroup{};  // the backend: "v2", "v1" or "none (degraded)"
   std::optional<std::string> error{};
   std::optional<OutputTruncated> output_truncated{};
   std::optional<std::vector<std::string>> degradations{};

@@ -7,10 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "sandboxrun/record.hpp"
 #include "sandboxrun/spec.hpp"
 
 namespace sandboxrun {
 
+// The settings' stored form (the parsed-config cache) comes from the `fields` lists below:
+// a setting added to a struct and its list is stored and read back with no other change.
 // Values a trust level may override; unset fields inherit the base values.
 struct LevelSettings {
   std::optional<double> cpu_count;
@@ -32,13 +35,33 @@ struct LevelSettings {
   std::optional<std::map<std::string, std::string>> environment;
   // pip requirement lines installed in a separate phase (see deps.hpp); checked at load.
   std::optional<std::vector<std::string>> requirements;
+
+  bool operator==(const LevelSettings&) const = default;
+  using L = LevelSettings;
+  static constexpr auto fields = std::tuple{
+      record::field("cpu_count", &L::cpu_count), record::field("mem_limit", &L::mem_limit),
+      record::field("pids_limit", &L::pids_limit), record::field("timeout", &L::timeout),
+      record::field("tmp_size", &L::tmp_size), record::field("output_limit", &L::output_limit),
+      record::field("work_size", &L::work_size), record::field("output_files_limit", &L::output_files_limit),
+      record::field("output_bytes_limit", &L::output_bytes_limit),
+      record::field("seccomp_profile", &L::seccomp_profile), record::field("uid", &L::uid),
+      record::field("gid", &L::gid), record::field("network_mode", &L::network_mode),
+      record::field("network_allowlist", &L::network_allowlist), record::field("extra_hosts", &L::extra_hosts),
+      record::field("allow_networks", &L::allow_networks), record::field("environment", &L::environment),
+      record::field("requirements", &L::requirements)};
 };
+
+// `level`'s values where it sets them, `base`'s elsewhere: what a trust level runs with.
+LevelSettings overlay(const LevelSettings& base, const LevelSettings& level);
 
 // Where the dependency phase installs from. The url's own host is always on phase 1's
 // allowlist; `hosts` adds the hosts the index links to (PyPI serves files from another name).
 struct PackageIndex {
   std::string url = "https://pypi.org/simple";
   std::vector<std::string> hosts{"files.pythonhosted.org"};
+  bool operator==(const PackageIndex&) const = default;
+  static constexpr auto fields =
+      std::tuple{record::field("url", &PackageIndex::url), record::field("hosts", &PackageIndex::hosts)};
 };
 
 struct SandboxConfig {
@@ -61,6 +84,19 @@ struct SandboxConfig {
   PackageIndex package_index;
   std::optional<std::filesystem::path> cache_dir;  // the dependency cache; $SANDBOXRUN_CACHE_DIR/deps wins
   uint64_t cache_max_size = 4ull << 30;            // dependency cache cap (LRU eviction)
+
+  bool operator==(const SandboxConfig&) const = default;
+  // Every setting; file, dir and digest describe where the settings came from instead.
+  using C = SandboxConfig;
+  static constexpr auto fields = std::tuple{
+      record::field("default_trust", &C::default_trust), record::field("image", &C::image),
+      record::field("host_memory_share", &C::host_memory_share), record::field("base", &C::base),
+      record::field("trust_levels", &C::levels), record::field("cgroup", &C::cgroup),
+      record::field("landlock", &C::landlock), record::field("id_ranges", &C::id_ranges),
+      record::field("monitoring", &C::monitoring), record::field("monitor_interval_ms", &C::monitor_interval_ms),
+      record::field("input_limit", &C::input_limit), record::field("input_files_limit", &C::input_files_limit),
+      record::field("package_index", &C::package_index), record::field("cache_dir", &C::cache_dir),
+      record::field("cache_max_size", &C::cache_max_size)};
 };
 
 // The host part of an http(s) URL ("pypi.org" of https://pypi.org:443/simple), lower-cased;

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sandboxrun/record.hpp"
+
 namespace sandboxrun {
 
 struct OverridePolicy {
@@ -27,6 +29,11 @@ struct OverridePolicy {
   // A reason needs this many distinct letters or digits (case-folded): "aaaaaaaaaaaa",
   // "!!!!!!!!!!!!" or "abababababab" say nothing.
   static constexpr size_t kMinDistinctLetters = 4;
+
+  using O = OverridePolicy;
+  static constexpr auto fields = std::tuple{record::field("min_reason_length", &O::min_reason_length),
+                                            record::field("allowed_uids", &O::allowed_uids),
+                                            record::field("allowed_groups", &O::allowed_groups)};
 };
 
 // The identity an override is judged by: the real uid and gid and the supplementary groups of

@@ -14,6 +14,7 @@
 // using record::from_json;` lets nlohmann find them (argument-dependent lookup).
 #pragma once
 
+#include <chrono>
 #include <concepts>
 #include <cstdint>
 #include <map>
@@ -26,6 +27,29 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+// std::optional (null when empty) and std::chrono durations (their count) inside records and
+// settings; nlohmann 3.11.2 has neither.
+namespace nlohmann {
+template <class T>
+struct adl_serializer<std::optional<T>> {
+  static void to_json(json& j, const std::optional<T>& v) {
+    if (v) j = *v;
+    else j = nullptr;
+  }
+  static void from_json(const json& j, std::optional<T>& v) {
+    if (j.is_null()) v.reset();
+    else v = j.get<T>();
+  }
+};
+template <class Rep, class Period>
+struct adl_serializer<std::chrono::duration<Rep, Period>> {
+  static void to_json(json& j, const std::chrono::duration<Rep, Period>& d) { j = d.count(); }
+  static void from_json(const json& j, std::chrono::duration<Rep, Period>& d) {
+    d = std::chrono::duration<Rep, Period>(j.get<Rep>());
+  }
+};
+}  // namespace nlohmann
 
 namespace sandboxrun::record {
 

@@ -163,7 +163,7 @@ struct InstalledPackage {
 struct DepsReport {
   std::vector<std::string> requirements{};
   std::string key{};     // the cache key: requirements, image, interpreter, index
-  std::string python{};  // the interpreter's version the set was installed for
+  std::string python{};  // the interpreter the set was installed for ("python3.11")
   std::string index{};   // the package index's URL
   std::string cache = "hit";  // hit | miss
   std::vector<InstalledPackage> installed{};

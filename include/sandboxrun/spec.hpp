@@ -12,15 +12,20 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace sandboxrun {
 
 enum class Trust { untrusted, unknown, trusted };
+NLOHMANN_JSON_SERIALIZE_ENUM(Trust, {{Trust::untrusted, "untrusted"}, {Trust::unknown, "unknown"},
+                                     {Trust::trusted, "trusted"}})
 const char* to_string(Trust t);
 std::optional<Trust> parse_trust(const std::string& s);
 // untrusted < unknown < trusted; the stricter of two.
 Trust stricter(Trust a, Trust b);
 
 enum class NetworkMode { none, allowlist };
+NLOHMANN_JSON_SERIALIZE_ENUM(NetworkMode, {{NetworkMode::none, "none"}, {NetworkMode::allowlist, "allowlist"}})
 const char* to_string(NetworkMode m);
 
 struct Limits {
@@ -50,6 +55,7 @@ struct CgroupSettings {
   bool allow_degraded = false;  // run untrusted code without enforced memory/pids limits
   bool operator==(const CgroupSettings&) const = default;
 };
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupSettings, parent, allow_degraded)
 
 struct NetworkSettings {
   NetworkMode mode = NetworkMode::none;
@@ -73,6 +79,9 @@ struct RunBind {
 
 // Landlock, the second wall behind the mount namespace (see src/launch/landlock.cpp).
 enum class LandlockMode { required, best_effort, off };
+NLOHMANN_JSON_SERIALIZE_ENUM(LandlockMode, {{LandlockMode::required, "required"},
+                                            {LandlockMode::best_effort, "best_effort"},
+                                            {LandlockMode::off, "off"}})
 const char* to_string(LandlockMode m);
 
 // Host ids reserved for sandboxes (id_slots.hpp): each live run maps its user namespace onto
@@ -84,6 +93,7 @@ struct IdRanges {
   uint32_t slots() const { return size / slot_size; }
   bool operator==(const IdRanges&) const = default;
 };
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IdRanges, base, size, slot_size)
 
 // What shapes a sandbox before its release: namespaces, ids, cgroup and limits, mounts, /etc
 // files, Landlock and the seccomp program. A sandbox set up ahead (ExecutorOptions::warm) runs a
@@ -118,8 +128,8 @@ struct SandboxSpec : SandboxShape {
   std::vector<LimitAdjustment> adjustments;
   std::map<std::string, std::string> env;  // the complete environment of the payload
   std::vector<std::string> requirements;  // pip requirement lines from the config (deps.hpp)
-  // Periodic samples of the cgroup (LaunchRequest::on_sample, --stats); the final usage is
-  // read either way.
+  // Periodic samples of the cgroup every monitor_interval (LaunchRequest::on_sample, --stats);
+  // off, the loop does not wake to sample and the final usage is read at the end all the same.
   bool monitoring = true;
   std::chrono::milliseconds monitor_interval{100};
   const SandboxShape& shape() const { return *this; }

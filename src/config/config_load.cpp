@@ -5,6 +5,8 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <span>
 #include <string_view>
@@ -75,82 +77,219 @@ std::map<std::string, std::string> read_extra_hosts(const StrictYaml& r, const Y
   return out;
 }
 
-// The keys read_level_key knows, and the rest of the top level's (for the known-keys message
-// and "did you mean").
-constexpr std::string_view kKnownKeys[] = {
-    "cpu_count", "mem_limit", "pids_limit", "timeout", "tmp_size", "output_limit", "work_size",
-    "output_files_limit", "output_bytes_limit", "security_opt", "cap_drop", "read_only", "user",
-    "network_mode", "network_allowlist", "extra_hosts", "allow_networks", "environment", "requirements",
-    // not per level:
-    "default_trust", "image", "input_limit", "input_files_limit", "host_memory_share", "cgroup", "landlock",
-    "id_ranges", "monitoring", "package_index", "cache_dir", "cache_max_size", "trust_levels"};
-constexpr size_t kLevelKeyCount = 19;
+// Each setting once: its key in sandbox.yaml and how its value is read and checked. These tables
+// are the parser, the known-keys message and its "did you mean"; the parsed form is cached and
+// resolved through the fields lists of LevelSettings and SandboxConfig (config.hpp).
+using LevelReader = void (*)(const StrictYaml& r, const std::string& path, const YAML::Node& v, LevelSettings& out);
+struct LevelKey {
+  std::string_view name;
+  LevelReader read;
+};
+
+void read_security_opt(const StrictYaml& r, const std::string& path, const YAML::Node& v, LevelSettings& out) {
+  for (const auto& opt : r.strings(v, path)) {
+    if (opt == "no-new-privileges" || opt == "no-new-privileges:true") continue;
+    if (opt.rfind("seccomp=", 0) == 0) {
+      std::string p = opt.substr(8);
+      if (p == "unconfined" || p.empty())
+        r.fail(v, path, "seccomp=PATH to a Docker-format profile (seccomp=unconfined is refused)");
+      try {
+        out.seccomp_profile = find_data_file(p, r.file().parent_path(), "seccomp profile");
+      } catch (const Error& e) {
+        r.fail(v, path, "seccomp=PATH to an existing profile", e.what());
+      }
+      continue;
+    }
+    r.fail(v, path, "entries 'no-new-privileges' or 'seccomp=PATH' ('" + opt + "' is not supported)");
+  }
+}
+
+void read_user(const StrictYaml& r, const std::string& path, const YAML::Node& v, LevelSettings& out) {
+  std::string s = r.scalar(v, path, "\"UID:GID\" with numeric ids, e.g. \"1000:1000\"");
+  auto colon = s.find(':');
+  std::string u = s.substr(0, colon), g = colon == std::string::npos ? u : s.substr(colon + 1);
+  auto numeric = [](const std::string& x) {
+    return !x.empty() && x.size() < 10 && x.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (!numeric(u) || !numeric(g)) r.fail(v, path, "\"UID:GID\" with numeric ids, e.g. \"1000:1000\"");
+  uint32_t uid = static_cast<uint32_t>(std::stoul(u)), gid = static_cast<uint32_t>(std::stoul(g));
+  if (uid == 0 || gid == 0) r.fail(v, path, "a non-root UID:GID (the sandbox never runs as root)");
+  if (uid > 65533 || gid > 65533) r.fail(v, path, "ids below 65534");
+  out.uid = uid;
+  out.gid = gid;
+}
+
+void read_requirements(const StrictYaml& r, const std::string& path, const YAML::Node& v, LevelSettings& out) {
+  auto reqs = r.strings(v, path);
+  for (size_t i = 0; i < reqs.size(); ++i)
+    if (auto why = deps::check_requirement(reqs[i]))
+      r.fail(v[i], path + "[" + std::to_string(i) + "]", "a pip requirement such as 'requests==2.31.0'", *why);
+  out.requirements = std::move(reqs);
+}
+
+using R = const StrictYaml&;
+using P = const std::string&;
+using V = const YAML::Node&;
+using L = LevelSettings&;
+constexpr LevelKey kLevelKeys[] = {
+    {"cpu_count", [](R r, P p, V v, L o) { o.cpu_count = r.number(v, p, 0.01, 1024); }},
+    {"mem_limit", [](R r, P p, V v, L o) { o.mem_limit = r.size(v, p, 16ull << 20); }},
+    {"pids_limit", [](R r, P p, V v, L o) { o.pids_limit = r.integer(v, p, 8, 1u << 22); }},
+    {"timeout", [](R r, P p, V v, L o) { o.timeout = r.number(v, p, 0.1, 86400 * 7); }},
+    {"tmp_size", [](R r, P p, V v, L o) { o.tmp_size = r.size(v, p, 1ull << 20); }},
+    {"output_limit", [](R r, P p, V v, L o) { o.output_limit = r.size(v, p, 1024); }},
+    {"work_size", [](R r, P p, V v, L o) { o.work_size = r.size(v, p, 1ull << 20); }},
+    {"output_files_limit", [](R r, P p, V v, L o) { o.output_files_limit = r.integer(v, p, 1, 1u << 20); }},
+    {"output_bytes_limit", [](R r, P p, V v, L o) { o.output_bytes_limit = r.size(v, p, 0); }},
+    {"security_opt", read_security_opt},
+    // Checked, then nothing more to do: the sandbox drops every capability whatever the list.
+    {"cap_drop",
+     [](R r, P p, V v, L) {
+       for (const auto& c : r.strings(v, p))
+         if (!known_capability(c)) r.fail(v, p, "capability names such as ALL or NET_RAW ('" + c + "' is unknown)");
+     }},
+    {"read_only",
+     [](R r, P p, V v, L) {
+       if (!r.boolean(v, p))
+         r.fail(v, p, "true: the image is shared between runs and always mounted read-only; write to /tmp");
+     }},
+    {"user", read_user},
+    {"network_mode",
+     [](R r, P p, V v, L o) {
+       const std::string s = r.scalar(v, p, "none or allowlist");
+       if (s == "none") o.network_mode = NetworkMode::none;
+       else if (s == "allowlist") o.network_mode = NetworkMode::allowlist;
+       else r.fail(v, p, "none or allowlist (host and bridge networking are not offered)");
+     }},
+    {"network_allowlist", [](R r, P p, V v, L o) { o.network_allowlist = r.strings(v, p); }},
+    {"extra_hosts", [](R r, P p, V v, L o) { o.extra_hosts = read_extra_hosts(r, v, p); }},
+    {"allow_networks", [](R r, P p, V v, L o) { o.allow_networks = r.strings(v, p); }},
+    {"environment", [](R r, P p, V v, L o) { o.environment = r.string_map(v, p); }},
+    {"requirements", read_requirements},
+};
 
 // Reads one key of a level (or of the base); returns false if the key is not a level key.
 bool read_level_key(const StrictYaml& r, const std::string& key, const std::string& path, const YAML::Node& v,
                     LevelSettings& out) {
-  if (key == "cpu_count") out.cpu_count = r.number(v, path, 0.01, 1024);
-  else if (key == "mem_limit") out.mem_limit = r.size(v, path, 16ull << 20);
-  else if (key == "pids_limit") out.pids_limit = r.integer(v, path, 8, 1u << 22);
-  else if (key == "timeout") out.timeout = r.number(v, path, 0.1, 86400 * 7);
-  else if (key == "tmp_size") out.tmp_size = r.size(v, path, 1ull << 20);
-  else if (key == "output_limit") out.output_limit = r.size(v, path, 1024);
-  else if (key == "work_size") out.work_size = r.size(v, path, 1ull << 20);
-  else if (key == "output_files_limit") out.output_files_limit = r.integer(v, path, 1, 1u << 20);
-  else if (key == "output_bytes_limit") out.output_bytes_limit = r.size(v, path, 0);
-  else if (key == "security_opt") {
-    for (const auto& opt : r.strings(v, path)) {
-      if (opt == "no-new-privileges" || opt == "no-new-privileges:true") continue;
-      if (opt.rfind("seccomp=", 0) == 0) {
-        std::string p = opt.substr(8);
-        if (p == "unconfined" || p.empty())
-          r.fail(v, path, "seccomp=PATH to a Docker-format profile (seccomp=unconfined is refused)");
-        try {
-          out.seccomp_profile = find_data_file(p, r.file().parent_path(), "seccomp profile");
-        } catch (const Error& e) {
-          r.fail(v, path, "seccomp=PATH to an existing profile", e.what());
-        }
-        continue;
-      }
-      r.fail(v, path, "entries 'no-new-privileges' or 'seccomp=PATH' ('" + opt + "' is not supported)");
+  for (const LevelKey& k : kLevelKeys)
+    if (k.name == key) {
+      k.read(r, path, v, out);
+      return true;
     }
-  } else if (key == "cap_drop") {
-    // Checked, then nothing more to do: the sandbox drops every capability whatever the list.
-    for (const auto& c : r.strings(v, path))
-      if (!known_capability(c)) r.fail(v, path, "capability names such as ALL or NET_RAW ('" + c + "' is unknown)");
-  } else if (key == "read_only") {
-    if (!r.boolean(v, path))
-      r.fail(v, path, "true: the image is shared between runs and always mounted read-only; write to /tmp");
-  } else if (key == "user") {
-    std::string s = r.scalar(v, path, "\"UID:GID\" with numeric ids, e.g. \"1000:1000\"");
-    auto colon = s.find(':');
-    std::string u = s.substr(0, colon), g = colon == std::string::npos ? u : s.substr(colon + 1);
-    auto numeric = [](const std::string& x) {
-      return !x.empty() && x.size() < 10 && x.find_first_not_of("0123456789") == std::string::npos;
-    };
-    if (!numeric(u) || !numeric(g)) r.fail(v, path, "\"UID:GID\" with numeric ids, e.g. \"1000:1000\"");
-    uint32_t uid = static_cast<uint32_t>(std::stoul(u)), gid = static_cast<uint32_t>(std::stoul(g));
-    if (uid == 0 || gid == 0) r.fail(v, path, "a non-root UID:GID (the sandbox never runs as root)");
-    if (uid > 65533 || gid > 65533) r.fail(v, path, "ids below 65534");
-    out.uid = uid;
-    out.gid = gid;
-  } else if (key == "network_mode") {
-    std::string s = r.scalar(v, path, "none or allowlist");
-    if (s == "none") out.network_mode = NetworkMode::none;
-    else if (s == "allowlist") out.network_mode = NetworkMode::allowlist;
-    else r.fail(v, path, "none or allowlist (host and bridge networking are not offered)");
-  } else if (key == "network_allowlist") out.network_allowlist = r.strings(v, path);
-  else if (key == "extra_hosts") out.extra_hosts = read_extra_hosts(r, v, path);
-  else if (key == "allow_networks") out.allow_networks = r.strings(v, path);
-  else if (key == "environment") out.environment = r.string_map(v, path);
-  else if (key == "requirements") {
-    auto reqs = r.strings(v, path);
-    for (size_t i = 0; i < reqs.size(); ++i)
-      if (auto why = deps::check_requirement(reqs[i]))
-        r.fail(v[i], path + "[" + std::to_string(i) + "]", "a pip requirement such as 'requests==2.31.0'", *why);
-    out.requirements = std::move(reqs);
-  } else return false;
-  return true;
+  return false;
+}
+
+// The top level's own keys (besides every level key, which sets the base values).
+using TopReader = void (*)(const StrictYaml& r, const std::string& key, const YAML::Node& v, SandboxConfig& cfg);
+struct TopKey {
+  std::string_view name;
+  TopReader read;
+};
+using C = SandboxConfig&;
+
+void read_id_ranges(R r, P key, V v, C cfg) {
+  r.check_keys(v, key, {"base", "size", "slot_size"});
+  // Host ids below 65536 belong to accounts and system services; the top of the range is
+  // reserved ((uid_t)-1 and the overflow ids).
+  if (const auto b = v["base"]) cfg.id_ranges.base = static_cast<uint32_t>(r.integer(b, "id_ranges.base", 65536, 4000000000u));
+  if (const auto z = v["size"]) cfg.id_ranges.size = static_cast<uint32_t>(r.integer(z, "id_ranges.size", 2, 1u << 24));
+  if (const auto z = v["slot_size"])
+    cfg.id_ranges.slot_size = static_cast<uint32_t>(r.integer(z, "id_ranges.slot_size", 2, 65536));
+  if (cfg.id_ranges.size < cfg.id_ranges.slot_size) r.fail(v, key, "a size of at least one slot (size >= slot_size)");
+}
+
+void read_package_index(R r, P key, V v, C cfg) {
+  r.check_keys(v, key, {"url", "hosts"});
+  if (const auto u = v["url"]) {
+    cfg.package_index.url = r.scalar(u, "package_index.url", "an http(s) URL");
+    if (url_host(cfg.package_index.url).empty())
+      r.fail(u, "package_index.url", "an http:// or https:// URL with a host and no credentials, e.g. https://pypi.org/simple");
+  }
+  if (const auto h = v["hosts"]) {
+    cfg.package_index.hosts = r.strings(h, "package_index.hosts");
+    for (size_t i = 0; i < cfg.package_index.hosts.size(); ++i)
+      if (cfg.package_index.hosts[i].empty() || cfg.package_index.hosts[i].find_first_of("/:@ ") != std::string::npos)
+        r.fail(h[i], "package_index.hosts[" + std::to_string(i) + "]", "a host name such as files.pythonhosted.org");
+  }
+}
+
+void read_trust_levels(R r, P key, V v, C cfg);
+
+constexpr TopKey kTopKeys[] = {
+    {"default_trust",
+     [](R r, P key, V v, C cfg) {
+       auto t = parse_trust(r.scalar(v, key, "untrusted, unknown or trusted"));
+       if (!t) r.fail(v, key, "untrusted, unknown or trusted");
+       cfg.default_trust = *t;
+     }},
+    {"image",
+     [](R r, P key, V v, C cfg) {
+       std::string s = r.scalar(v, key, "an image name, a rootfs directory or an OCI layout path[:tag]");
+       if (s.empty()) r.fail(v, key, "an image name (default), a rootfs directory or an OCI layout path[:tag]");
+       // A bare name is looked up in the image store at run time; a path is relative to this file.
+       cfg.image = s.find('/') == std::string::npos ? s : r.resolve(s).string();
+     }},
+    {"input_limit", [](R r, P key, V v, C cfg) { cfg.input_limit = r.size(v, key, 0); }},
+    {"input_files_limit", [](R r, P key, V v, C cfg) { cfg.input_files_limit = r.integer(v, key, 1, 1u << 20); }},
+    {"host_memory_share", [](R r, P key, V v, C cfg) { cfg.host_memory_share = r.number(v, key, 0.01, 1.0); }},
+    {"cgroup",
+     [](R r, P key, V v, C cfg) {
+       r.check_keys(v, key, {"parent", "allow_degraded"});
+       if (const auto p = v["parent"]) cfg.cgroup.parent = r.scalar(p, "cgroup.parent", "a cgroup path");
+       if (const auto d = v["allow_degraded"]) cfg.cgroup.allow_degraded = r.boolean(d, "cgroup.allow_degraded");
+     }},
+    {"landlock",
+     [](R r, P key, V v, C cfg) {
+       const std::string m = r.scalar(v, key, "required, best_effort or off");
+       if (m == "required") cfg.landlock = LandlockMode::required;
+       else if (m == "best_effort") cfg.landlock = LandlockMode::best_effort;
+       else if (m == "off") cfg.landlock = LandlockMode::off;
+       else r.fail(v, key, "required, best_effort or off");
+     }},
+    {"id_ranges", read_id_ranges},
+    {"monitoring",
+     [](R r, P key, V v, C cfg) {
+       r.check_keys(v, key, {"enabled", "interval"});
+       if (const auto e = v["enabled"]) cfg.monitoring = r.boolean(e, "monitoring.enabled");
+       if (const auto i = v["interval"])
+         cfg.monitor_interval_ms = static_cast<uint32_t>(r.integer(i, "monitoring.interval", 10, 60000));
+     }},
+    {"package_index", read_package_index},
+    {"cache_dir",
+     [](R r, P key, V v, C cfg) {
+       const std::string s = r.scalar(v, key, "a directory for the dependency cache");
+       if (s.empty()) r.fail(v, key, "a directory for the dependency cache");
+       cfg.cache_dir = r.resolve(s);
+     }},
+    {"cache_max_size", [](R r, P key, V v, C cfg) { cfg.cache_max_size = r.size(v, key, 16ull << 20); }},
+    {"trust_levels", read_trust_levels},
+};
+
+// Every key sandbox.yaml knows: the level keys first (all a trust level may set), then the rest.
+constexpr auto kKnownKeys = [] {
+  std::array<std::string_view, std::size(kLevelKeys) + std::size(kTopKeys)> all{};
+  size_t n = 0;
+  for (const LevelKey& k : kLevelKeys) all[n++] = k.name;
+  for (const TopKey& k : kTopKeys) all[n++] = k.name;
+  return all;
+}();
+
+void read_trust_levels(R r, P key, V v, C cfg) {
+  if (!v.IsMap()) r.fail(v, key, "a mapping of untrusted/unknown/trusted to settings");
+  for (const auto& lv : v) {
+    std::string name = r.scalar(lv.first, key, "a trust level");
+    auto t = parse_trust(name);
+    if (!t) r.fail(lv.first, key + "." + name, "untrusted, unknown or trusted", "an unknown trust level");
+    if (lv.second.IsNull()) continue;
+    if (!lv.second.IsMap()) r.fail(lv.second, key + "." + name, "a mapping of settings");
+    LevelSettings& ls = cfg.levels[*t];
+    for (const auto& s : lv.second) {
+      std::string sk = r.scalar(s.first, key + "." + name, "a key");
+      std::string path = key + "." + name + "." + sk;
+      if (!read_level_key(r, sk, path, s.second, ls))
+        r.unknown_key(s.first, path, std::span(kKnownKeys).first(std::size(kLevelKeys)));
+    }
+  }
 }
 
 }  // namespace
@@ -167,89 +306,20 @@ SandboxConfig parse_sandbox_config(const std::string& yaml_text, const std::file
   cfg.image = "default";
 
   for (const auto& kv : root) {
-    std::string key = r.scalar(kv.first, "(top level)", "a key");
-    const YAML::Node& v = kv.second;
-    if (read_level_key(r, key, key, v, cfg.base)) continue;
-    if (key == "default_trust") {
-      auto t = parse_trust(r.scalar(v, key, "untrusted, unknown or trusted"));
-      if (!t) r.fail(v, key, "untrusted, unknown or trusted");
-      cfg.default_trust = *t;
-    } else if (key == "image") {
-      std::string s = r.scalar(v, key, "an image name, a rootfs directory or an OCI layout path[:tag]");
-      if (s.empty()) r.fail(v, key, "an image name (default), a rootfs directory or an OCI layout path[:tag]");
-      // A bare name is looked up in the image store at run time; a path is relative to this file.
-      cfg.image = s.find('/') == std::string::npos ? s : r.resolve(s).string();
-    } else if (key == "input_limit") {
-      cfg.input_limit = r.size(v, key, 0);
-    } else if (key == "input_files_limit") {
-      cfg.input_files_limit = r.integer(v, key, 1, 1u << 20);
-    } else if (key == "host_memory_share") {
-      cfg.host_memory_share = r.number(v, key, 0.01, 1.0);
-    } else if (key == "cgroup") {
-      r.check_keys(v, key, {"parent", "allow_degraded"});
-      if (const auto p = v["parent"]) cfg.cgroup.parent = r.scalar(p, "cgroup.parent", "a cgroup path");
-      if (const auto d = v["allow_degraded"]) cfg.cgroup.allow_degraded = r.boolean(d, "cgroup.allow_degraded");
-    } else if (key == "landlock") {
-      const std::string m = r.scalar(v, key, "required, best_effort or off");
-      if (m == "required") cfg.landlock = LandlockMode::required;
-      else if (m == "best_effort") cfg.landlock = LandlockMode::best_effort;
-      else if (m == "off") cfg.landlock = LandlockMode::off;
-      else r.fail(v, key, "required, best_effort or off");
-    } else if (key == "id_ranges") {
-      r.check_keys(v, key, {"base", "size", "slot_size"});
-      // Host ids below 65536 belong to accounts and system services; the top of the range is
-      // reserved ((uid_t)-1 and the overflow ids).
-      if (const auto b = v["base"]) cfg.id_ranges.base = static_cast<uint32_t>(r.integer(b, "id_ranges.base", 65536, 4000000000u));
-      if (const auto z = v["size"]) cfg.id_ranges.size = static_cast<uint32_t>(r.integer(z, "id_ranges.size", 2, 1u << 24));
-      if (const auto z = v["slot_size"])
-        cfg.id_ranges.slot_size = static_cast<uint32_t>(r.integer(z, "id_ranges.slot_size", 2, 65536));
-      if (cfg.id_ranges.size < cfg.id_ranges.slot_size)
-        r.fail(v, key, "a size of at least one slot (size >= slot_size)");
-    } else if (key == "monitoring") {
-      r.check_keys(v, key, {"enabled", "interval"});
-      if (const auto e = v["enabled"]) cfg.monitoring = r.boolean(e, "monitoring.enabled");
-      if (const auto i = v["interval"])
-        cfg.monitor_interval_ms = static_cast<uint32_t>(r.integer(i, "monitoring.interval", 10, 60000));
-    } else if (key == "package_index") {
-      r.check_keys(v, key, {"url", "hosts"});
-      if (const auto u = v["url"]) {
-        cfg.package_index.url = r.scalar(u, "package_index.url", "an http(s) URL");
-        if (url_host(cfg.package_index.url).empty())
-          r.fail(u, "package_index.url", "an http:// or https:// URL with a host and no credentials, e.g. https://pypi.org/simple");
-      }
-      if (const auto h = v["hosts"]) {
-        cfg.package_index.hosts = r.strings(h, "package_index.hosts");
-        for (size_t i = 0; i < cfg.package_index.hosts.size(); ++i)
-          if (cfg.package_index.hosts[i].empty() || cfg.package_index.hosts[i].find_first_of("/:@ ") != std::string::npos)
-            r.fail(h[i], "package_index.hosts[" + std::to_string(i) + "]", "a host name such as files.pythonhosted.org");
-      }
-    } else if (key == "cache_dir") {
-      const std::string s = r.scalar(v, key, "a directory for the dependency cache");
-      if (s.empty()) r.fail(v, key, "a directory for the dependency cache");
-      cfg.cache_dir = r.resolve(s);
-    } else if (key == "cache_max_size") {
-      cfg.cache_max_size = r.size(v, key, 16ull << 20);
-    } else if (key == "trust_levels") {
-      if (!v.IsMap()) r.fail(v, key, "a mapping of untrusted/unknown/trusted to settings");
-      for (const auto& lv : v) {
-        std::string name = r.scalar(lv.first, key, "a trust level");
-        auto t = parse_trust(name);
-        if (!t) r.fail(lv.first, key + "." + name, "untrusted, unknown or trusted", "an unknown trust level");
-        if (lv.second.IsNull()) continue;
-        if (!lv.second.IsMap()) r.fail(lv.second, key + "." + name, "a mapping of settings");
-        LevelSettings& ls = cfg.levels[*t];
-        for (const auto& s : lv.second) {
-          std::string sk = r.scalar(s.first, key + "." + name, "a key");
-          std::string path = key + "." + name + "." + sk;
-          if (!read_level_key(r, sk, path, s.second, ls))
-            r.unknown_key(s.first, path, std::span(kKnownKeys).first(kLevelKeyCount));
-        }
-      }
-    } else {
-      r.unknown_key(kv.first, key, kKnownKeys);
-    }
+    const std::string key = r.scalar(kv.first, "(top level)", "a key");
+    if (read_level_key(r, key, key, kv.second, cfg.base)) continue;
+    const auto top = std::find_if(std::begin(kTopKeys), std::end(kTopKeys), [&](const TopKey& k) { return k.name == key; });
+    if (top == std::end(kTopKeys)) r.unknown_key(kv.first, key, kKnownKeys);
+    top->read(r, key, kv.second, cfg);
   }
   return cfg;
+}
+
+LevelSettings overlay(const LevelSettings& base, const LevelSettings& level) {
+  LevelSettings out = base;
+  std::apply([&](const auto&... f) { ((level.*(f.member) ? void(out.*(f.member) = level.*(f.member)) : void()), ...); },
+             LevelSettings::fields);
+  return out;
 }
 
 std::string url_host(const std::string& url) {

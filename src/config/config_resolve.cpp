@@ -14,13 +14,6 @@ namespace sandboxrun {
 
 namespace {
 
-template <typename T>
-T pick(const std::optional<T>& level, const std::optional<T>& base, T fallback) {
-  if (level) return *level;
-  if (base) return *base;
-  return fallback;
-}
-
 std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
@@ -48,31 +41,28 @@ HostResources probe_host_resources() {
 
 SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrides& ov,
                          const HostResources& host) {
-  static const LevelSettings empty;
   auto it = cfg.levels.find(trust);
-  const LevelSettings& lv = it == cfg.levels.end() ? empty : it->second;
-  const LevelSettings& b = cfg.base;
+  const LevelSettings v = it == cfg.levels.end() ? cfg.base : overlay(cfg.base, it->second);
   SandboxSpec s;
   s.trust = trust;
   Limits defaults;
-  s.limits.cpus = pick(lv.cpu_count, b.cpu_count, defaults.cpus);
-  s.limits.memory_bytes = pick(lv.mem_limit, b.mem_limit, defaults.memory_bytes);
-  s.limits.pids = pick(lv.pids_limit, b.pids_limit, defaults.pids);
-  s.limits.timeout_s = pick(lv.timeout, b.timeout, defaults.timeout_s);
-  s.limits.tmp_bytes = pick(lv.tmp_size, b.tmp_size, defaults.tmp_bytes);
-  s.limits.output_bytes = pick(lv.output_limit, b.output_limit, defaults.output_bytes);
-  s.limits.work_bytes = pick(lv.work_size, b.work_size, s.limits.tmp_bytes);
-  s.limits.output_files = pick(lv.output_files_limit, b.output_files_limit, defaults.output_files);
-  s.limits.output_total_bytes = pick(lv.output_bytes_limit, b.output_bytes_limit, defaults.output_total_bytes);
-  s.seccomp_profile = pick(lv.seccomp_profile, b.seccomp_profile,
-                           install_paths().data_dir / "policies/default.json");
-  s.uid = pick(lv.uid, b.uid, 1000u);
-  s.gid = pick(lv.gid, b.gid, 1000u);
-  s.network.mode = pick(lv.network_mode, b.network_mode, NetworkMode::none);
-  s.network.allowlist = pick(lv.network_allowlist, b.network_allowlist, {});
-  s.network.extra_hosts = pick(lv.extra_hosts, b.extra_hosts, {});
-  s.network.allow_networks = pick(lv.allow_networks, b.allow_networks, {});
-  s.requirements = pick(lv.requirements, b.requirements, {});
+  s.limits.cpus = v.cpu_count.value_or(defaults.cpus);
+  s.limits.memory_bytes = v.mem_limit.value_or(defaults.memory_bytes);
+  s.limits.pids = v.pids_limit.value_or(defaults.pids);
+  s.limits.timeout_s = v.timeout.value_or(defaults.timeout_s);
+  s.limits.tmp_bytes = v.tmp_size.value_or(defaults.tmp_bytes);
+  s.limits.output_bytes = v.output_limit.value_or(defaults.output_bytes);
+  s.limits.work_bytes = v.work_size.value_or(s.limits.tmp_bytes);
+  s.limits.output_files = v.output_files_limit.value_or(defaults.output_files);
+  s.limits.output_total_bytes = v.output_bytes_limit.value_or(defaults.output_total_bytes);
+  s.seccomp_profile = v.seccomp_profile.value_or(install_paths().data_dir / "policies/default.json");
+  s.uid = v.uid.value_or(1000u);
+  s.gid = v.gid.value_or(1000u);
+  s.network.mode = v.network_mode.value_or(NetworkMode::none);
+  s.network.allowlist = v.network_allowlist.value_or(std::vector<std::string>{});
+  s.network.extra_hosts = v.extra_hosts.value_or(std::map<std::string, std::string>{});
+  s.network.allow_networks = v.allow_networks.value_or(std::vector<std::string>{});
+  s.requirements = v.requirements.value_or(std::vector<std::string>{});
   s.cgroup = cfg.cgroup;
   s.landlock = cfg.landlock;
   s.id_ranges = cfg.id_ranges;
@@ -88,7 +78,8 @@ SandboxSpec resolve_spec(const SandboxConfig& cfg, Trust trust, const RunOverrid
            {"PYTHONUNBUFFERED", "1"},
            // Plotting scripts write files instead of failing for want of a display.
            {"MPLBACKEND", "Agg"}};
-  for (const auto& [k, v] : pick(lv.environment, b.environment, {})) s.env[k] = v;
+  if (v.environment)
+    for (const auto& [name, value] : *v.environment) s.env[name] = value;
 
   auto adjust = [&](const std::string& name, const std::string& from, const std::string& to,
                     const std::string& why, bool requested = false) {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include <fstream>
-#include <sstream>
+#include <tuple>
 
 #include "assess/assess_rules.hpp"
 #include "assess/config_cache.hpp"
@@ -20,22 +20,18 @@ namespace {
 
 const std::filesystem::path kRoot = SANDBOXRUN_SOURCE_DIR;
 
+static_assert(test_util::member_count<SecurityConfig>() == std::tuple_size_v<decltype(SecurityConfig::fields)> + 4,
+              "a SecurityConfig member is missing from its fields (source, rules_path, rules, rules_cache_note "
+              "are found at load)");
+static_assert(test_util::member_count<OverridePolicy>() == std::tuple_size_v<decltype(OverridePolicy::fields)>);
+static_assert(test_util::member_count<assess::AnalyzerLimits>() ==
+              std::tuple_size_v<decltype(assess::AnalyzerLimits::fields)>);
+static_assert(test_util::member_count<BanditSettings>() == std::tuple_size_v<decltype(BanditSettings::fields)>);
+static_assert(test_util::member_count<SemgrepSettings>() == std::tuple_size_v<decltype(SemgrepSettings::fields)>);
+
 // Every setting but the rules themselves, for comparisons.
 std::string describe(const SecurityConfig& c) {
-  std::ostringstream o;
-  o << c.source << ' ' << c.rules_path << ' ' << c.medium_threshold << ' ' << c.high_threshold;
-  for (const auto& t : c.verdict_trust) o << ' ' << (t ? static_cast<int>(*t) : -1);
-  o << ' ' << static_cast<int>(c.override_trust) << ' ' << c.override_policy.min_reason_length << ' '
-    << c.override_policy.allowed_uids.has_value() << ' ' << c.override_policy.allowed_groups.has_value() << ' ' << c.max_bytes << ' ' << c.max_findings_per_rule;
-  const auto& l = c.limits;
-  o << ' ' << l.long_line << ' ' << l.wide_gap << ' ' << l.blank_run << ' ' << l.entropy_min_length << ' ' << l.entropy_bits << ' '
-    << l.max_nesting << ' ' << l.max_fragment_depth << ' ' << l.max_fragment_bytes;
-  o << ' ' << c.bandit.enabled << ' ' << c.bandit.command << ' ' << c.bandit.timeout.count() << ' ' << c.bandit.score_low
-    << ' ' << c.bandit.score_medium << ' ' << c.bandit.score_high;
-  o << ' ' << c.semgrep.enabled << ' ' << c.semgrep.command << ' ' << c.semgrep.timeout.count();
-  for (const auto& s : c.semgrep.configs) o << ' ' << s;
-  o << ' ' << c.semgrep.score_info << ' ' << c.semgrep.score_warning << ' ' << c.semgrep.score_error;
-  return o.str();
+  return c.source.string() + ' ' + c.rules_path.string() + ' ' + nlohmann::json(c).dump();
 }
 
 // Every key set to something other than its default.
@@ -85,6 +81,12 @@ TEST(AssessConfigCache, EverySettingComesBackAsParsed) {
   const SecurityConfig parsed = f.load();
   EXPECT_EQ(parsed.medium_threshold, 12);
   EXPECT_EQ(parsed.semgrep.configs.size(), 2u);
+  // The fixture sets every setting away from its default, so that one the cache dropped shows.
+  const SecurityConfig defaults;
+  auto set = [&](const auto& fld) {
+    EXPECT_NE(nlohmann::json(parsed.*(fld.member)), nlohmann::json(defaults.*(fld.member))) << fld.name;
+  };
+  std::apply([&](const auto&... fld) { (set(fld), ...); }, SecurityConfig::fields);
   EXPECT_EQ(f.entries(), 1u);
   SecurityConfig cached;
   ASSERT_TRUE(assess::load_cached_settings(f.yaml, f.d.path(), kEverySetting, f.cache, cached));

@@ -18,6 +18,19 @@ namespace test_util {
 
 namespace fs = std::filesystem;
 
+// How many members aggregate T has: the most initializers T{...} accepts, each of which converts
+// to any member's type. For settings caches: a member added to a struct but not to its `fields`
+// list would be parsed, then lost by the cache on the next run.
+struct AnyMember {
+  template <class M>
+  operator M() const;  // declared only: used in unevaluated checks
+};
+template <class T, class... A>
+constexpr size_t member_count() {
+  if constexpr (requires { T{A{}..., AnyMember{}}; }) return member_count<T, A..., AnyMember>();
+  else return sizeof...(A);
+}
+
 // Writes `content` to `p`, creating it (with `mode`, less the umask) and missing parent directories.
 inline void put(const fs::path& p, const std::string& content, mode_t mode = 0644) {
   fs::create_directories(p.parent_path());
