@@ -121,7 +121,7 @@ class RunResult:
     labels: Dict[str, str] = field(default_factory=dict)
     warnings: List[str] = field(default_factory=list)
     error: Optional[str] = None
-    # With error: usage | config | image | limits | audit | deps | host | other (README).
+    # With error: usage | config | image | limits | audit | deps | host | interrupted | other (README).
     error_kind: Optional[str] = None
     audit_seq: Optional[int] = None
     raw: Dict[str, Any] = field(default_factory=dict)  # the whole JSON object

@@ -172,3 +172,32 @@ def test_deadline_stops_the_launcher_and_leaves_nothing(sandbox):
     assert left.strip() == ""
     with pytest.raises(UsageError):
         sandbox.run("print(1)", deadline=0)
+
+
+def test_types_name_the_fields_the_command_writes(sandbox, tmp_path):
+    """Finding, Assessment and FileRecord are the command's records (result_records.hpp,
+    audit_events.hpp) field for field, and each RunResult field reads a key the command writes:
+    a field renamed on either side fails here instead of reading as its default."""
+    from dataclasses import fields
+
+    from sandboxrun import Assessment, FileRecord, Finding, RunResult
+
+    def names(cls):
+        return {f.name for f in fields(cls)}
+
+    r = sandbox.run("import os, subprocess\nopen('o.txt', 'w').write('x')\nos.symlink('/etc/passwd', 'l')\n",
+                    files={"in.txt": b"1"}, caller="svc", labels={"k": "v"})
+    written = set(r.raw)
+    assert names(FileRecord) == set(r.raw["inputs"][0]) == set(r.raw["outputs"][0])
+    assert names(Finding) == set(r.raw["assessment"]["findings"][0])
+    assert names(Assessment) == set(r.raw["assessment"])
+    link = tmp_path / "link"
+    link.symlink_to("/etc/passwd")
+    with pytest.raises(SetupError) as e:
+        sandbox.run("print(1)\n", files={"passwd": link})
+    written |= set(e.value.result.raw)
+    renamed = {"output_manifest": "outputs"}  # RunResult.outputs holds the files' bytes
+    # Written only when an output was cut.
+    for name in names(RunResult) - {"raw", "outputs", "outputs_truncated"}:
+        key = renamed.get(name, name)
+        assert key in written, f"RunResult.{name} reads '{key}', which the command does not write"
