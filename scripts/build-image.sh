@@ -52,6 +52,8 @@ esac
 recipe="$packages mountpoints-1"
 
 die() { echo "build-image.sh: $*" >&2; exit 1; }
+# One line per step, with the time since the start: the first takes minutes and prints nothing.
+step() { echo "build-image.sh: [$1/4, ${SECONDS}s] $2" >&2; }
 [[ $(id -u) == 0 ]] || die "must run as root (mmdebstrap keeps the image's file ownership); try: sudo $0"
 for tool in mmdebstrap sha256sum gzip tar stat; do
   command -v "$tool" >/dev/null || die "'$tool' is missing; install it with: apt-get install -y mmdebstrap coreutils gzip tar"
@@ -81,7 +83,7 @@ build_layout() {
   trap "rm -rf '$work'" EXIT
   mkdir -p "$work/layout/blobs/sha256"
 
-  echo "build-image.sh: mmdebstrap $suite ($packages) ..." >&2
+  step 1 "installing Debian $suite packages with mmdebstrap: $packages (a few minutes; ~5 on 2 cores)"
   # Docs, man pages and translations are not needed to run Python; copyright files stay.
   # /dev is emptied (the launcher builds its own minimal /dev; the directory stays as a
   # mountpoint); /run, /tmp and /proc come from base-files. /work and empty /etc/hosts,
@@ -107,6 +109,7 @@ build_layout() {
 
   local diff_id layer layer_digest layer_size config config_digest config_size manifest \
         manifest_digest manifest_size created
+  step 2 "writing the OCI layout (compressing a $(( $(stat -c %s "$work/rootfs.tar") / 1048576 )) MiB layer)"
   diff_id=sha256:$(sha256sum "$work/rootfs.tar" | cut -d' ' -f1)
   layer=$(gzip -n -6 <"$work/rootfs.tar" | add_blob "$work/layout")
   rm -f "$work/rootfs.tar"
@@ -149,8 +152,10 @@ fi
 [[ -x $sandboxrun ]] || die "$sandboxrun not found; build it first (cmake --build build) or set SANDBOXRUN"
 rm -f "$stamp"
 rm -rf "$rootfs"
+step 3 "unpacking it into $rootfs"
 "$sandboxrun" image unpack "$layout:latest" "$rootfs"
+step 4 "checking that python3 there imports what the $name image promises"
 chroot "$rootfs" /usr/bin/python3 -c "$check" \
   || die "python3 in $rootfs cannot import what the $name image promises ($check)"
 echo "$digest" >"$stamp"
-echo "build-image.sh: unpacked $digest into $rootfs" >&2
+echo "build-image.sh: unpacked $digest into $rootfs (${SECONDS}s)" >&2
