@@ -132,6 +132,7 @@ struct RunOutcome {
   std::string stdout_data, stderr_data;
   bool stdout_truncated = false, stderr_truncated = false;
   std::string error;               // set when status == error: what failed in setup
+  int interrupted_by = 0;          // SIGINT, SIGTERM or SIGHUP to the launcher, which killed the sandbox
   int landlock_abi = 0;            // the ruleset's ABI; 0 when Landlock was not applied
   bool landlock_enforced = false;  // the payload started under the ruleset
   std::optional<IdSlotInfo> id_slot;  // as root: the host ids the sandbox ran as

@@ -173,10 +173,9 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
   r.exit_code = o.exit_code;
   r.signal = o.signal;
   r.error = o.error;
-  // The monitor ends a run it was interrupted in (SIGINT, SIGTERM, SIGHUP to the launcher) as an
-  // error with exit 128+N (monitor.cpp); any other error it reports is pid 1's failed set-up step.
+  // Any error the monitor reports but an interruption is pid 1's failed set-up step.
   if (!o.error.empty() && r.error_kind == ErrorKind::other)
-    r.error_kind = o.status == RunStatus::error && o.exit_code > 128 ? ErrorKind::interrupted : ErrorKind::host;
+    r.error_kind = o.interrupted_by ? ErrorKind::interrupted : ErrorKind::host;
   // A limit asked for and not granted is said, not only recorded in limits.adjustments.
   for (const auto& a : r.spec->adjustments)
     if (a.requested) r.warnings.push_back(a.limit + " " + a.from + " not granted, " + a.to + " applies: " + a.reason);

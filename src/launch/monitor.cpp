@@ -278,6 +278,7 @@ class Monitor {
 
   // What the run came to: its status, exit code and error.
   void classify() {
+    out_.interrupted_by = killed_by_signal_;
     if (!setup_error_.empty() && !status_known_ && !timed_out_) {
       out_.status = RunStatus::error;
       out_.exit_code = killed_by_signal_ ? 128 + killed_by_signal_ : exit_code::setup_failed;
