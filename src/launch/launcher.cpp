@@ -321,6 +321,9 @@ void start(PreparedSandbox::State& st, const LaunchRequest& req) {
 RunOutcome finish(const std::shared_ptr<PreparedSandbox::State>& state, const LaunchRequest& req) {
   PreparedSandbox::State& st = *state;
   RunOutcome& out = st.out;
+  // From before the payload may start: a Ctrl-C once run_start is in the log must reach the
+  // monitor (which kills the sandbox and reports it), not end the launcher by default.
+  const launch::SignalGuard signals;
   // The release goes first, so that pid 1 places the script and drops its privileges while
   // before_exec runs (the run_start record made durable: an fdatasync, the longest step of a run
   // in a sandbox prepared ahead); the payload itself starts only on the 'X' after it.
@@ -355,7 +358,7 @@ RunOutcome finish(const std::shared_ptr<PreparedSandbox::State>& state, const La
   fds.stdin_write = std::move(st.in_pipe.write);
   fds.notify_read = std::move(st.notify_read);
   // Once the monitor has reaped pid 1 the guard must not touch that pid again (it may be reused).
-  const bool reaped = launch::monitor_sandbox(req, st.pid, fds, st.cgroup.get(), out, st.started);
+  const bool reaped = launch::monitor_sandbox(req, st.pid, fds, st.cgroup.get(), out, st.started, signals);
   if (reaped) st.guard->release();
   // A successful execve of the payload (spawn timed) means pid 1 applied the ruleset before it.
   out.landlock_enforced = out.landlock_abi > 0 && out.timings.spawn.count() > 0;

@@ -12,7 +12,6 @@
 #include <string>
 
 #include "fd_passing.hpp"
-#include "monitor_io.hpp"
 #include "poll_set.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
@@ -64,8 +63,9 @@ std::string describe_stuck_setup(pid_t pid1) {
 class Monitor {
  public:
   Monitor(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgroup* cgroup, RunOutcome& out,
-          Clock::time_point started)
-      : req_(req), pid1_(pid1), fds_(fds), cgroup_(cgroup), out_(out), started_(started), denied_(out.denied) {
+          Clock::time_point started, const SignalGuard& signals)
+      : req_(req), pid1_(pid1), fds_(fds), cgroup_(cgroup), out_(out), started_(started), signals_(signals),
+        denied_(out.denied) {
     const auto& lim = req.spec.limits;
     streams_[0] = {fds.stdout_read.get(), req.capture ? -1 : req.stdout_fd, &out.stdout_data, &out.stdout_truncated,
                    lim.output_bytes};
@@ -313,7 +313,7 @@ class Monitor {
   Cgroup* const cgroup_;
   RunOutcome& out_;
   const Clock::time_point started_;
-  SignalGuard signals_;
+  const SignalGuard& signals_;
   OutputStream streams_[2]{};
   Clock::time_point deadline_{}, next_sample_{};
   StdinPump in_;
@@ -328,8 +328,8 @@ class Monitor {
 }  // namespace
 
 bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgroup* cgroup, RunOutcome& out,
-                     Clock::time_point started) {
-  return Monitor(req, pid1, fds, cgroup, out, started).run();
+                     Clock::time_point started, const SignalGuard& signals) {
+  return Monitor(req, pid1, fds, cgroup, out, started, signals).run();
 }
 
 }  // namespace sandboxrun::launch

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "child_plan.hpp"
+#include "monitor_io.hpp"
 #include "sandboxrun/cgroup.hpp"
 #include "sandboxrun/fd.hpp"
 #include "sandboxrun/launch.hpp"
@@ -24,10 +25,11 @@ struct MonitorFds {
 };
 
 // Runs until the sandbox ends: streams or captures output, samples the cgroup, enforces the
-// timeout, forwards SIGINT/SIGTERM/SIGHUP as a kill of the whole sandbox. Fills `out`.
+// timeout, turns SIGINT/SIGTERM/SIGHUP (held by `signals`, which the caller sets up before the
+// payload may start) into a kill of the whole sandbox. Fills `out`.
 // Returns true once pid 1 has been reaped; with req.defer_teardown, false as soon as the
 // payload's status and output are in (pid 1 is then on its way out, not yet reaped).
 bool monitor_sandbox(const LaunchRequest& req, pid_t pid1, MonitorFds& fds, Cgroup* cgroup, RunOutcome& out,
-                     std::chrono::steady_clock::time_point started);
+                     std::chrono::steady_clock::time_point started, const SignalGuard& signals);
 
 }  // namespace sandboxrun::launch
