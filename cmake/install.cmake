@@ -17,11 +17,12 @@ install(TARGETS sandboxrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # One static archive of every module: a service links one library (plus the system libraries
 # pkg-config / the CMake package name) instead of ten.
-set(_sr_modules core cli common deps config seccomp cgroup audit assess image net launch)
 set(_sr_mri "create libsandboxrun.a\n")
-foreach(m IN LISTS _sr_modules)
+set(_sr_libs)
+foreach(m IN LISTS SANDBOXRUN_MODULES)
   if(NOT m STREQUAL "cli")
     string(APPEND _sr_mri "addlib $<TARGET_FILE:sandboxrun_${m}>\n")
+    list(APPEND _sr_libs sandboxrun_${m})
   endif()
 endforeach()
 string(APPEND _sr_mri "save\nend\n")
@@ -30,9 +31,7 @@ add_custom_command(
   OUTPUT ${CMAKE_BINARY_DIR}/libsandboxrun.a
   COMMAND ${CMAKE_COMMAND} -E rm -f libsandboxrun.a
   COMMAND sh -c "${CMAKE_AR} -M < libsandboxrun.mri"
-  DEPENDS sandboxrun_core sandboxrun_common sandboxrun_config sandboxrun_seccomp sandboxrun_cgroup
-          sandboxrun_audit sandboxrun_assess sandboxrun_image sandboxrun_net sandboxrun_launch sandboxrun_deps
-          ${CMAKE_BINARY_DIR}/libsandboxrun.mri
+  DEPENDS ${_sr_libs} ${CMAKE_BINARY_DIR}/libsandboxrun.mri
   WORKING_DIRECTORY ${CMAKE_BINARY_DIR}
   COMMENT "Combining the modules into libsandboxrun.a"
   VERBATIM)

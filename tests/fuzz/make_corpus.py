@@ -130,9 +130,22 @@ def python_sources():
         shutil.copy(src, os.path.join(OUT, "assess_analyzer", rel))
 
 
+def session_replies():
+    # Replies of the session driver (src/session/driver.py) to cell 1, as it writes them.
+    base = {"id": 1, "status": "ok", "stdout": "a\n", "stderr": "", "stdout_truncated": False,
+            "stderr_truncated": False, "result": {"text/plain": "2"}, "display": [], "error": None}
+    put("session_reply", "ok.json", json.dumps(base))
+    put("session_reply", "display.json", json.dumps(dict(base, display=[
+        {"text/plain": "<Figure>", "image/png": "iVBORw0KGgo="}, {"text/plain": "T()", "text/html": "<b>t</b>"}])))
+    put("session_reply", "error.json", json.dumps(dict(base, status="error", result=None, error={
+        "ename": "ZeroDivisionError", "evalue": "division by zero",
+        "traceback": ["Traceback (most recent call last):\n", '  File "<cell 1>", line 1, in <module>\n']})))
+
+
 if __name__ == "__main__":
     shutil.rmtree(OUT, ignore_errors=True)
-    for target in ("image_layer", "seccomp_profile", "audit_parser", "net_http", "net_sni", "assess_analyzer"):
+    for target in ("image_layer", "seccomp_profile", "audit_parser", "net_http", "net_sni", "assess_analyzer",
+                   "session_reply"):
         os.makedirs(os.path.join(OUT, target))
     layers()
     seccomp()
@@ -140,3 +153,4 @@ if __name__ == "__main__":
     http()
     sni()
     python_sources()
+    session_replies()
