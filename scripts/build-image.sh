@@ -83,7 +83,7 @@ build_layout() {
   trap "rm -rf '$work'" EXIT
   mkdir -p "$work/layout/blobs/sha256"
 
-  step 1 "installing Debian $suite packages with mmdebstrap: $packages (a few minutes; ~5 on 2 cores)"
+  step 1 "installing Debian $suite packages with mmdebstrap: $packages (the longest step: ~1 min here)"
   # Docs, man pages and translations are not needed to run Python; copyright files stay.
   # /dev is emptied (the launcher builds its own minimal /dev; the directory stays as a
   # mountpoint); /run, /tmp and /proc come from base-files. /work and empty /etc/hosts,

@@ -116,6 +116,9 @@ struct RunStartEvent {
   std::optional<std::vector<std::string>> env{};  // names only: values may be credentials
   std::optional<IdSlotRecord> id_slot{};
   std::optional<CodeDiff> diff_from{};
+  // A session's sandbox: the code is sandboxrun's session driver, not assessed; each cell is
+  // assessed and recorded as a `cell` event.
+  bool session = false;
   static constexpr auto fields =
       std::tuple{flatten(&RunStartEvent::run),
                  field("trust_requested", &RunStartEvent::trust_requested),
@@ -130,8 +133,42 @@ struct RunStartEvent {
                  field("inputs", &RunStartEvent::inputs),
                  field("env", &RunStartEvent::env),
                  field("id_slot", &RunStartEvent::id_slot),
-                 field("diff_from", &RunStartEvent::diff_from)};
+                 field("diff_from", &RunStartEvent::diff_from),
+                 field_if_set("session", &RunStartEvent::session)};
   bool operator==(const RunStartEvent&) const = default;
+};
+
+// One cell of a session, written (and synced) before it runs: its code and the verdict on the
+// session's code so far, this cell included.
+struct CellEvent {
+  static constexpr std::string_view kEvent = "cell";
+  RunContext run{};   // code: the cell's
+  uint64_t cell = 0;  // 1, 2, ... within the session
+  std::string level{};
+  int64_t score = 0;
+  std::vector<Finding> findings{};
+  bool refused = false;  // the verdict refused it: it never ran
+  std::optional<std::string> override_reason{};
+  static constexpr auto fields =
+      std::tuple{flatten(&CellEvent::run), field("cell", &CellEvent::cell), field("level", &CellEvent::level),
+                 field("score", &CellEvent::score), field("findings", &CellEvent::findings),
+                 field("refused", &CellEvent::refused), field("override_reason", &CellEvent::override_reason)};
+  bool operator==(const CellEvent&) const = default;
+};
+
+// How a cell that ran ended.
+struct CellEndEvent {
+  static constexpr std::string_view kEvent = "cell_end";
+  RunContext run{};
+  uint64_t cell = 0;
+  std::string status{};  // ok | error | timeout | lost
+  uint64_t duration_ms = 0;
+  std::optional<std::string> ename{};  // the exception it raised, as the driver reported it
+  static constexpr auto fields =
+      std::tuple{flatten(&CellEndEvent::run), field("cell", &CellEndEvent::cell),
+                 field("status", &CellEndEvent::status), field("duration_ms", &CellEndEvent::duration_ms),
+                 field("ename", &CellEndEvent::ename)};
+  bool operator==(const CellEndEvent&) const = default;
 };
 
 struct OutputTruncated {

@@ -31,6 +31,7 @@
 #include "sandboxrun/job_io.hpp"
 #include "sandboxrun/launch.hpp"
 #include "sandboxrun/result_records.hpp"
+#include "sandboxrun/session.hpp"
 #include "sandboxrun/spec.hpp"
 
 namespace sandboxrun {
@@ -137,6 +138,65 @@ struct RunResult {
   nlohmann::json to_json() const;
 };
 
+// A session (docs/sessions.md): one sandbox with one interpreter, running cells that keep their
+// state. The sandbox is made as a run's is, with these options.
+struct SessionRequest {
+  std::optional<Trust> trust;       // unset: default_trust of sandbox.yaml; cells never loosen it
+  RunOverrides limits;              // as a run's; the level's timeout bounds each cell
+  std::optional<std::string> image;
+  std::map<std::string, std::string> env;
+  std::optional<std::string> caller;
+  std::map<std::string, std::string> labels;
+  double lifetime_s = 3600;         // the session ends this long after it started
+};
+
+struct CellRequest {
+  std::string code{};
+  std::optional<double> timeout_s{};  // may only shorten the trust level's timeout
+  // Run a refused (BLOCKED) verdict on the session's code anyway, as RunRequest::override_reason.
+  std::optional<std::string> override_reason{};
+};
+
+// ok: the cell ran; error: it raised (output.error); timeout: it was interrupted at its timeout
+// (KeyboardInterrupt; the session goes on); blocked: the verdict on the session's code refused
+// it (nothing ran); lost: the session ended with it (killed after an ignored interrupt, the
+// interpreter died, the driver answered out of protocol, the lifetime ran out).
+enum class CellStatus { ok, error, timeout, blocked, lost };
+const char* to_string(CellStatus s);
+
+struct CellResult {
+  CellStatus status = CellStatus::lost;
+  CellOutput output;                 // what the driver reported (ok, error, timeout)
+  Assessment assessment;             // of the session's code so far, this cell included
+  std::string message;               // blocked, timeout, lost: what happened, and what to do
+  std::optional<uint64_t> audit_seq; // the cell's record
+  std::chrono::milliseconds duration{0};
+};
+
+class Executor;
+
+// One session. Cells run one at a time (run() serialises callers). Destroying it closes it.
+// The Executor that opened it must outlive it.
+class Session {
+ public:
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+  const std::string& id() const;  // the run id of the session's sandbox (its audit records)
+  bool alive() const;
+  // Assesses the session's code with this cell, records it, runs it, returns what it gave.
+  CellResult run(const CellRequest& cell);
+  // Ends the session (the interpreter gets EOF; killed if it lingers) and returns the sandbox's
+  // run result (run_end is recorded). Later calls return the same.
+  const RunResult& close();
+
+ private:
+  friend class Executor;
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class Executor {
  public:
   // Loads everything a run needs; throws Error (file, key, what was expected) when it cannot.
@@ -161,10 +221,15 @@ class Executor {
   // for benchmarks. Thread-safe.
   bool wait_warm(Trust trust, std::chrono::milliseconds timeout) const;
 
+  // Starts a session: its sandbox and interpreter, audited as a run (run_start with session:
+  // true). Throws Error when the sandbox cannot be made (what a run would report as an error).
+  Session open_session(const SessionRequest& request) const;
+
   const SandboxConfig& config() const;
   const std::filesystem::path& audit_log_path() const;
 
  private:
+  friend class Session;  // a session runs its sandbox and records its cells through the Executor's state
   struct Impl;
   explicit Executor(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

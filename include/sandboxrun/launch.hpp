@@ -81,6 +81,13 @@ struct LaunchRequest {
   // drops it on a thread of its own. Runs that end otherwise (timeout, signal, setup error) are
   // torn down before run_sandbox returns, as always. May be empty.
   std::function<void(std::shared_ptr<void> remains)> defer_teardown;
+  // A session's sandbox (docs/sessions.md): the run lasts until this wall-clock bound instead
+  // of spec.limits.timeout_s (which bounds each cell), and streamed output is not cut at
+  // output_limit (the driver cuts each cell's; the session bounds its frames).
+  std::optional<double> lifetime_s;
+  // Called once with pid 1's pid (as this process sees it) when the sandbox exists: a session
+  // signals its interpreter (pid 1's child) and kills the sandbox through it. May be empty.
+  std::function<void(pid_t pid1)> on_started;
 };
 
 // blocked: the assessor refused the file and nothing was launched.

@@ -126,7 +126,8 @@ bool Executor::wait_warm(Trust trust, std::chrono::milliseconds timeout) const {
 }
 const std::filesystem::path& Executor::audit_log_path() const { return impl_->audit->path(); }
 
-Assessment Executor::assess(std::string_view source) const { return assess_bytes(source, impl_->security); }
+Assessment Executor::assess(std::string_view source) const { return impl_->assess_text(source); }
+Assessment Executor::Impl::assess_text(std::string_view source) const { return assess_bytes(source, security); }
 
 Assessment Executor::Impl::assess_job(const RunRequest& req, std::vector<CodeRef>& stored) const {
   Assessment a = assess_bytes(req.code, security);
@@ -146,8 +147,10 @@ Assessment Executor::Impl::assess_job(const RunRequest& req, std::vector<CodeRef
 }
 
 
-RunResult Executor::run(const RunRequest& req) const {
-  const Impl& im = *impl_;
+RunResult Executor::run(const RunRequest& req) const { return impl_->execute(req, nullptr); }
+
+RunResult Executor::Impl::execute(const RunRequest& req, const SessionPlan* session) const {
+  const Impl& im = *this;
   const auto entered = std::chrono::steady_clock::now();
   RunResult r;
   r.decision.requested = req.trust.value_or(im.cfg.default_trust);
@@ -193,7 +196,7 @@ RunResult Executor::run(const RunRequest& req) const {
   try {
     check_request(req, im.cfg, sandbox_script_name(req.name));
     for (const auto& f : req.inputs) r.inputs.push_back(record_of(f));
-    r.assessment = im.assess_job(req, input_code);
+    if (!session) r.assessment = im.assess_job(req, input_code);
   } catch (const Error& e) {
     r.error = e.describe();
     r.error_kind = e.kind();
@@ -207,10 +210,16 @@ RunResult Executor::run(const RunRequest& req) const {
   const CodeRef code = im.code_ref(req.code, req.name);
   const audit::RunContext ctx{.code = code};
   if (code.stored) log.defer([&im, &req, sha = code.sha256] { im.store_file(req.code, sha, /*code=*/true); });
-  log.defer_record(audit::AssessmentEvent{.run = ctx, .level = to_string(a.level), .score = a.score, .findings = a.findings,
-                                          .input_code = input_code.empty() ? std::nullopt : std::optional(input_code)});
-
-  r.decision = decide(a.level, r.decision.requested, req.override_reason, im.security, ProcessIdentity::of_this_process());
+  if (session) {
+    // The driver is sandboxrun's own program; each cell is assessed and recorded (session.cpp).
+    r.decision.used = r.decision.requested;
+  } else {
+    log.defer_record(audit::AssessmentEvent{.run = ctx, .level = to_string(a.level), .score = a.score,
+                                            .findings = a.findings,
+                                            .input_code = input_code.empty() ? std::nullopt : std::optional(input_code)});
+    r.decision =
+        decide(a.level, r.decision.requested, req.override_reason, im.security, ProcessIdentity::of_this_process());
+  }
   // An override that the verdict needs must pass the policy, or the run is refused here.
   if (const auto& why = r.decision.override_refused) {
     r.status = RunStatus::blocked;
@@ -268,6 +277,10 @@ RunResult Executor::run(const RunRequest& req) const {
     r.error_kind = e.kind();
     r.audit_seq = log.append(audit::RunEndEvent{.run = ctx, .status = "error", .exit_code = r.exit_code, .error = r.error});
     return r;
+  }
+  if (session) {
+    launch.lifetime_s = session->lifetime_s;
+    launch.on_started = session->on_started;
   }
   im.launch_and_record(req, r, launch, code, log, std::move(out_dir), entered, warm ? &*warm : nullptr);
   return r;

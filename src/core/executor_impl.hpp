@@ -113,6 +113,16 @@ struct Executor::Impl {
     }
   }
 
+  // A session's sandbox (session.cpp): its program is the driver, not assessed (its cells are);
+  // it lasts lifetime_s; on_started gets pid 1. Null for a run.
+  struct SessionPlan {
+    double lifetime_s = 0;
+    std::function<void(pid_t)> on_started;
+  };
+  // Executor::run, and a session's sandbox when `session` is set.
+  RunResult execute(const RunRequest& req, const SessionPlan* session) const;
+  Assessment assess_text(std::string_view source) const;
+
   // The script and every .py input, assessed: the most severe verdict wins, and an input's
   // findings name its file. Each of them is kept in the code store (refs in `stored`).
   Assessment assess_job(const RunRequest& req, std::vector<CodeRef>& stored) const;

@@ -101,7 +101,8 @@ void Executor::Impl::launch_and_record(const RunRequest& req, RunResult& r, Laun
                              .uid = ::getuid(),
                              .args = req.args,
                              .overridden = r.decision.overridden,
-                             .inputs = manifest(r.inputs, inputs_stored)};
+                             .inputs = manifest(r.inputs, inputs_stored),
+                             .session = launch.lifetime_s.has_value()};
   if (!req.env.empty()) {
     start.env.emplace();  // values may be credentials: the names say what was set
     for (const auto& kv : req.env) start.env->push_back(kv.first);

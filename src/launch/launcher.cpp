@@ -292,6 +292,7 @@ void start(PreparedSandbox::State& st, const LaunchRequest& req) {
     if (child.pid == 0) launch::child_main(plan);  // never returns
     st.guard.emplace(child.pid);
     st.pid = child.pid;
+    if (req.on_started) req.on_started(child.pid);
     st.pidfd = std::move(child.pidfd);
     // pid 1 waits for its id maps and the eventfd: both first, so that it sets itself up while
     // this thread steps back out of the run's v1 cgroups (the end of this block) and closes

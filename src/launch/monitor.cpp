@@ -67,11 +67,13 @@ class Monitor {
       : req_(req), pid1_(pid1), fds_(fds), cgroup_(cgroup), out_(out), started_(started), signals_(signals),
         denied_(out.denied) {
     const auto& lim = req.spec.limits;
+    const uint64_t cut = req.lifetime_s ? UINT64_MAX : lim.output_bytes;
     streams_[0] = {fds.stdout_read.get(), req.capture ? -1 : req.stdout_fd, &out.stdout_data, &out.stdout_truncated,
-                   lim.output_bytes};
+                   cut};
     streams_[1] = {fds.stderr_read.get(), req.capture ? -1 : req.stderr_fd, &out.stderr_data, &out.stderr_truncated,
-                   lim.output_bytes};
-    deadline_ = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(lim.timeout_s));
+                   cut};
+    deadline_ = started + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(req.lifetime_s.value_or(lim.timeout_s)));
     // monitoring.enabled: false: no periodic samples; the usage is still read when the run ends.
     next_sample_ = req.spec.monitoring ? Clock::now() + req.spec.monitor_interval : Clock::time_point::max();
     if (fds.stdin_write) {

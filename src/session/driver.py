@@ -10,6 +10,7 @@
 #             "result": BUNDLE | null, "display": [BUNDLE...],
 #             "error": {"ename": TEXT, "evalue": TEXT, "traceback": [TEXT...]} | null}
 #   BUNDLE: {MIME: TEXT}, binary types (image/png, image/jpeg) base64-encoded, as Jupyter does.
+# Once it is ready, the driver sends an empty reply to cell 0.
 #
 # This file is product code, but nothing it sends is trusted: a cell can rewrite it, replace
 # these functions or write to the reply fd. The host parses every reply strictly and bounds it
@@ -240,6 +241,11 @@ def main():
     os.close(null)
     builtins.display = display
     ns = {"__name__": "__main__", "__builtins__": builtins}
+    # Ready: an empty reply to cell 0, so that the host sends cells to a running interpreter.
+    hello = {"id": 0, "status": "ok", "stdout": "", "stderr": "", "stdout_truncated": False,
+             "stderr_truncated": False, "result": None, "display": [], "error": None}
+    data = json.dumps(hello).encode()
+    replies.write(struct.pack(">I", len(data)) + data)
     while True:
         try:
             header = read_exact(requests, 4)

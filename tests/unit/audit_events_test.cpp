@@ -57,7 +57,8 @@ TEST(AuditEvents, EveryEventRoundTripsWithEveryFieldSet) {
       .inputs = {{{"data/a.csv", 10, std::string(64, 'c'), 0644}, true}},
       .env = std::vector<std::string>{"API_URL"},
       .id_slot = sandboxrun::IdSlotRecord{3, 100196608, 100196608, 100131072},
-      .diff_from = CodeDiff{"run-0", std::string(64, 'e'), 2, 1, true}});
+      .diff_from = CodeDiff{"run-0", std::string(64, 'e'), 2, 1, true},
+      .session = true});
   expect_round_trip(ev::RunEndEvent{.run = kCtx,
                                     .status = "oom",
                                     .exit_code = 137,
@@ -72,6 +73,10 @@ TEST(AuditEvents, EveryEventRoundTripsWithEveryFieldSet) {
                                     .outputs_truncated = true,
                                     .outputs_skipped = 8});
   expect_round_trip(ev::LimitEvent{.run = kCtx, .kind = "pids", .refused_forks = 40});
+  expect_round_trip(ev::CellEvent{.run = kCtx, .cell = 2, .level = "BLOCKED", .score = 40, .findings = {},
+                                  .refused = false, .override_reason = "reviewed"});
+  expect_round_trip(ev::CellEndEvent{.run = kCtx, .cell = 2, .status = "error", .duration_ms = 12,
+                                     .ename = "ZeroDivisionError"});
   expect_round_trip(ev::NetworkEvent{.run = kCtx, .host = "pypi.org", .port = 443, .address = "192.0.2.1",
                                      .verdict = "allowed", .reason = "", .bytes_up = 1, .bytes_down = 2});
   expect_round_trip(ev::DeniedEvent{
@@ -182,6 +187,8 @@ TEST(AuditEvents, TheDocsTablesNameWhatTheTypesDeclare) {
   check(std::string(ev::OverrideRefusedEvent::kEvent), declared<ev::OverrideRefusedEvent>(true));
   check(std::string(ev::RunStartEvent::kEvent), declared<ev::RunStartEvent>(true));
   check(std::string(ev::RunEndEvent::kEvent), declared<ev::RunEndEvent>(true));
+  check(std::string(ev::CellEvent::kEvent), declared<ev::CellEvent>(true));
+  check(std::string(ev::CellEndEvent::kEvent), declared<ev::CellEndEvent>(true));
   check(std::string(ev::LimitEvent::kEvent), declared<ev::LimitEvent>(true));
   check(std::string(ev::NetworkEvent::kEvent), declared<ev::NetworkEvent>(true));
   check(std::string(ev::DeniedEvent::kEvent), declared<ev::DeniedEvent>(true));

@@ -43,6 +43,7 @@ class Driver {
     ::close(out[1]);
     if (auto it = env.find("SANDBOXRUN_SESSION_OUTPUT_LIMIT"); it != env.end())
       limits_.output_bytes = std::stoull(it->second);
+    EXPECT_EQ(await(0).status, "ok") << "the driver says it is ready";
   }
   ~Driver() {
     to_.reset();
@@ -58,25 +59,29 @@ class Driver {
     const uint64_t id = ++id_;
     const std::string frame = encode_run(id, code);
     if (!write_all(to_.get(), frame.data(), frame.size())) throw_errno("write to the driver");
-    FrameReader reader(limits_.max_frame());
+    return await(id);
+  }
+
+ private:
+  CellOutput await(uint64_t id) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     for (;;) {
-      if (auto body = reader.next()) return parse_reply(*body, id, limits_);
+      if (auto body = reader_.next()) return parse_reply(*body, id, limits_);
       pollfd p{from_.get(), POLLIN, 0};
       if (std::chrono::steady_clock::now() > deadline || ::poll(&p, 1, 1000) < 0) throw Error("no reply in time");
       if (!(p.revents & (POLLIN | POLLHUP))) continue;
       char buf[65536];
       const ssize_t n = ::read(from_.get(), buf, sizeof buf);
       if (n <= 0) throw Error("the driver ended");
-      reader.feed(std::string_view(buf, static_cast<size_t>(n)));
+      reader_.feed(std::string_view(buf, static_cast<size_t>(n)));
     }
   }
 
- private:
   pid_t pid_ = -1;
   UniqueFd to_, from_;
   uint64_t id_ = 0;
   ReplyLimits limits_;
+  FrameReader reader_{limits_.max_frame()};
 };
 
 std::string plain(const CellOutput& c) { return c.result ? c.result->at("text/plain") : "(no result)"; }

@@ -1,0 +1,331 @@
+// Sessions (docs/sessions.md): a run whose program is the session driver, kept going on a thread
+// of the session's, and cells sent to it one at a time, each assessed in the context of the cells
+// before it and recorded before it runs.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "executor_impl.hpp"
+#include "session/driver_source.hpp"
+#include "session/protocol.hpp"
+
+namespace sandboxrun {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How long an interrupted cell gets to answer before the session is killed, and a closed
+// session's interpreter to end on its own.
+constexpr milliseconds kInterruptGrace{2000};
+constexpr milliseconds kCloseGrace{3000};
+constexpr milliseconds kStartTimeout{60000};
+
+struct SessionPipe {
+  UniqueFd read, write;
+  SessionPipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("cannot make a pipe for the session");
+    read.reset(fds[0]);
+    write.reset(fds[1]);
+  }
+};
+
+int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+void pidfd_signal(int pidfd, int sig) { ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0); }
+
+// pid 1's children (the driver, and orphans of the cells): what an interrupt goes to.
+std::vector<pid_t> children_of(pid_t pid1) {
+  std::ifstream f("/proc/" + std::to_string(pid1) + "/task/" + std::to_string(pid1) + "/children");
+  std::vector<pid_t> out;
+  for (pid_t p; f >> p;) out.push_back(p);
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(CellStatus s) {
+  switch (s) {
+    case CellStatus::ok: return "ok";
+    case CellStatus::error: return "error";
+    case CellStatus::timeout: return "timeout";
+    case CellStatus::blocked: return "blocked";
+    case CellStatus::lost: return "lost";
+  }
+  return "lost";
+}
+
+struct Session::Impl {
+  const Executor::Impl* ex = nullptr;
+  RunResult who;  // run_id, caller and labels: what every record of the session carries
+  Trust trust = Trust::untrusted;
+  double cell_timeout_s = 30;
+  session::ReplyLimits limits;
+  UniqueFd to_driver, from_driver;  // our ends of the program's stdin and stdout
+  UniqueFd stdin_read, stdout_write, stderr_write, stderr_read;  // the run's ends
+  session::FrameReader frames{0};
+  std::thread runner;
+  std::mutex mu;  // one cell at a time; guards what follows
+  std::condition_variable started_cv;
+  bool started = false, ended = false;
+  UniqueFd pid1_fd;
+  pid_t pid1 = 0;
+  RunResult result;  // the sandbox's, once ended
+  bool lost = false;
+  std::string lost_why;
+  std::string code_so_far;
+  uint64_t cells = 0;
+
+  void kill_sandbox() {
+    if (pid1_fd) pidfd_signal(pid1_fd.get(), SIGKILL);
+  }
+  void interrupt() {
+    for (pid_t p : children_of(pid1))
+      if (UniqueFd fd(pidfd_open(p)); fd) pidfd_signal(fd.get(), SIGINT);
+  }
+  void lose(const std::string& why) {
+    lost = true;
+    lost_why = why;
+    kill_sandbox();
+    from_driver.reset();  // a monitor blocked writing to us gets EPIPE instead
+    to_driver.reset();
+  }
+  // Waits for reply `id` until `deadline`; nullopt at the deadline. Throws Error when the driver
+  // ended or answered out of protocol.
+  std::optional<CellOutput> await(uint64_t id, Clock::time_point deadline) {
+    for (;;) {
+      if (auto body = frames.next()) return session::parse_reply(*body, id, limits);
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return std::nullopt;
+      pollfd p{from_driver.get(), POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000))) < 0 && errno != EINTR)
+        throw_errno("cannot wait for the session's interpreter");
+      if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[65536];
+      const ssize_t n = ::read(from_driver.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw Error("the session's interpreter ended").as(ErrorKind::host);
+      frames.feed(std::string_view(buf, static_cast<size_t>(n)));
+    }
+  }
+  std::string driver_stderr() {
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; stderr_read && text.size() < 4096 && (n = ::read(stderr_read.get(), buf, sizeof buf)) > 0;)
+      text.append(buf, static_cast<size_t>(n));
+    return text;
+  }
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() {
+  if (impl_) close();
+}
+
+const std::string& Session::id() const { return impl_->who.run_id; }
+
+bool Session::alive() const {
+  std::lock_guard lock(impl_->mu);
+  return !impl_->ended && !impl_->lost;
+}
+
+Session Executor::open_session(const SessionRequest& sr) const {
+  const Impl& im = *impl_;
+  auto s = std::make_unique<Session::Impl>();
+  Session::Impl& si = *s;
+  si.ex = &im;
+  si.trust = sr.trust.value_or(im.cfg.default_trust);
+  // The level's limits, as the run will resolve them: a cell's output and its timeout.
+  const SandboxSpec spec = resolve_spec(im.cfg, si.trust, sr.limits, im.host);
+  si.cell_timeout_s = spec.limits.timeout_s;
+  si.limits.output_bytes = spec.limits.output_bytes;
+  si.frames = session::FrameReader(si.limits.max_frame());
+
+  SessionPipe in, out, err;
+  // The driver's own stderr (not the cells'): read only to say why a session was lost, so it
+  // must never block the monitor that writes it.
+  ::fcntl(err.write.get(), F_SETFL, O_NONBLOCK);
+  ::fcntl(err.read.get(), F_SETFL, O_NONBLOCK);
+  si.to_driver = std::move(in.write);
+  si.stdin_read = std::move(in.read);
+  si.from_driver = std::move(out.read);
+  si.stdout_write = std::move(out.write);
+  si.stderr_read = std::move(err.read);
+  si.stderr_write = std::move(err.write);
+
+  RunRequest req;
+  req.code = std::string(session::kDriverSource);
+  req.name = "session.py";
+  req.trust = si.trust;
+  req.limits = sr.limits;
+  req.image = sr.image;
+  req.env = sr.env;
+  req.env["SANDBOXRUN_SESSION_OUTPUT_LIMIT"] = std::to_string(si.limits.output_bytes);
+  req.env["SANDBOXRUN_SESSION_DISPLAY_LIMIT"] = std::to_string(si.limits.display_bytes);
+  req.env["SANDBOXRUN_SESSION_DISPLAY_ITEMS"] = std::to_string(si.limits.display_items);
+  req.caller = sr.caller;
+  req.labels = sr.labels;
+  req.run_id = new_run_id();
+  req.capture = false;
+  req.stdin_fd = si.stdin_read.get();
+  req.stdout_fd = si.stdout_write.get();
+  req.stderr_fd = si.stderr_write.get();
+  si.who.run_id = *req.run_id;
+  si.who.caller = sr.caller;
+  si.who.labels = sr.labels;
+
+  Impl::SessionPlan plan{.lifetime_s = sr.lifetime_s, .on_started = [&si](pid_t pid) {
+                           std::lock_guard lock(si.mu);
+                           si.pid1 = pid;
+                           si.pid1_fd.reset(pidfd_open(pid));
+                           si.started = true;
+                           si.started_cv.notify_all();
+                         }};
+  si.runner = std::thread([&si, &im, req = std::move(req), plan = std::move(plan)] {
+    RunResult r = im.execute(req, &plan);
+    // Only the monitor used these: closing them gives a reader waiting for a reply its EOF.
+    si.stdout_write.reset();
+    si.stderr_write.reset();
+    si.stdin_read.reset();
+    std::lock_guard lock(si.mu);
+    si.result = std::move(r);
+    si.ended = true;
+    si.pid1_fd.reset();
+    si.started_cv.notify_all();
+  });
+  std::unique_lock lock(si.mu);
+  si.started_cv.wait(lock, [&] { return si.started || si.ended; });
+  if (!si.started) {
+    lock.unlock();
+    si.runner.join();
+    throw Error("cannot start the session: " + si.result.error).as(si.result.error_kind);
+  }
+  lock.unlock();
+  // The driver's empty reply to cell 0: it runs (so run_start is in the log) and reads cells.
+  Session session(std::move(s));
+  try {
+    if (!si.await(0, Clock::now() + kStartTimeout))
+      throw Error("the session's interpreter did not start within " + std::to_string(kStartTimeout.count() / 1000) +
+                  " s").as(ErrorKind::host);
+  } catch (const Error& e) {
+    const std::string why = si.driver_stderr();
+    {
+      std::lock_guard relock(si.mu);
+      si.lose(e.describe());
+    }
+    session.close();
+    throw Error("cannot start the session: " + e.describe() + (why.empty() ? "" : " (" + why.substr(0, 1000) + ")"))
+        .as(ErrorKind::host);
+  }
+  return session;
+}
+
+CellResult Session::run(const CellRequest& cell) {
+  Impl& si = *impl_;
+  std::lock_guard lock(si.mu);
+  CellResult cr;
+  if (si.ended || si.lost) {
+    cr.message = "the session has ended" + (si.lost ? ": " + si.lost_why : std::string()) +
+                 "; open a new one";
+    return cr;
+  }
+  const uint64_t n = ++si.cells;
+  const std::string name = "<cell " + std::to_string(n) + ">";
+  cr.assessment = si.ex->assess_text(si.code_so_far + cell.code);
+  const Assessment& a = cr.assessment;
+  const Decision d = decide(a.level, si.trust, cell.override_reason, si.ex->security, ProcessIdentity::of_this_process());
+  const CodeRef code = si.ex->store_code(cell.code, name);
+  audit::CellEvent rec{.run = {.code = code}, .cell = n, .level = to_string(a.level), .score = a.score,
+                       .findings = a.findings, .refused = false,
+                       .override_reason = d.overridden ? cell.override_reason : std::nullopt};
+  if (d.override_refused || d.refused() || *d.used != si.trust) {
+    cr.status = CellStatus::blocked;
+    cr.message = d.override_refused ? "override refused: " + *d.override_refused
+                 : d.refused()       ? "the session's code so far rates BLOCKED; the cell did not run"
+                                     : "the session's code so far rates " + std::string(to_string(a.level)) +
+                                     ", which allows at most trust " + to_string(*d.used) + "; this session runs at " +
+                                     to_string(si.trust) + ", so the cell did not run (open a session at " +
+                                     to_string(*d.used) + ")";
+    rec.refused = true;
+    cr.audit_seq = si.ex->append(rec, si.who);
+    return cr;
+  }
+  si.ex->append(rec, si.who);
+  {
+    std::lock_guard audit_lock(si.ex->audit_mu);
+    si.ex->audit->sync();  // recorded before it runs
+  }
+
+  const auto t0 = Clock::now();
+  const double timeout_s = std::min(cell.timeout_s.value_or(si.cell_timeout_s), si.cell_timeout_s);
+  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  std::optional<CellOutput> out;
+  try {
+    const std::string frame = session::encode_run(n, cell.code);
+    if (!write_all(si.to_driver.get(), frame.data(), frame.size()))
+      throw Error("the session's interpreter no longer reads its cells").as(ErrorKind::host);
+    out = si.await(n, deadline);
+    if (!out) {
+      si.interrupt();
+      out = si.await(n, Clock::now() + kInterruptGrace);
+      if (out) {
+        cr.status = CellStatus::timeout;
+        cr.message = "the cell ran past its timeout (" + std::to_string(timeout_s) + " s) and was interrupted";
+      } else {
+        si.lose("the cell ran past its timeout and did not stop when interrupted; the session was killed");
+      }
+    }
+  } catch (const Error& e) {
+    const std::string why = si.driver_stderr();
+    si.lose(e.describe() + (why.empty() ? "" : " (" + why.substr(0, 1000) + ")"));
+  }
+  cr.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - t0);
+  if (out) {
+    cr.output = std::move(*out);
+    if (cr.status != CellStatus::timeout) cr.status = cr.output.status == "ok" ? CellStatus::ok : CellStatus::error;
+    si.code_so_far += cell.code + "\n";
+  } else {
+    cr.status = CellStatus::lost;
+    cr.message = si.lost_why;
+  }
+  cr.audit_seq = si.ex->append(
+      audit::CellEndEvent{.run = {}, .cell = n, .status = to_string(cr.status),
+                          .duration_ms = static_cast<uint64_t>(cr.duration.count()),
+                          .ename = cr.output.error ? std::optional(cr.output.error->ename) : std::nullopt},
+      si.who);
+  return cr;
+}
+
+const RunResult& Session::close() {
+  Impl& si = *impl_;
+  {
+    std::lock_guard lock(si.mu);
+    si.to_driver.reset();  // EOF: the driver returns
+  }
+  if (si.runner.joinable()) {
+    const auto until = Clock::now() + kCloseGrace;
+    for (;;) {
+      {
+        std::lock_guard lock(si.mu);
+        if (si.ended) break;
+        if (Clock::now() > until) si.kill_sandbox();
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    si.runner.join();
+  }
+  return si.result;
+}
+
+}  // namespace sandboxrun
