@@ -171,6 +171,11 @@ struct CellResult {
   std::string message;               // blocked, timeout, lost: what happened, and what to do
   std::optional<uint64_t> audit_seq; // the cell's record
   std::chrono::milliseconds duration{0};
+
+  // One cell as front ends print it: status, stdout, stderr (and their _truncated), result,
+  // display, error (CellOutput's JSON), assessment, message (when there is one), duration_ms,
+  // audit_seq.
+  nlohmann::json to_json() const;
 };
 
 class Executor;

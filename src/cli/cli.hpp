@@ -18,6 +18,10 @@ int image_command(const std::vector<std::string>& args);
 // `sandboxrun image build-default [--rebuild]` (args exclude "image build-default").
 int image_build_default(const std::vector<std::string>& args);
 int deps_command(const std::vector<std::string>& args);
+// `sandboxrun repl [options]` (args exclude "repl"): blocks of stdin run as cells of one session.
+// Exit: the last cell's (0 ok, 1 it raised, 124 timeout, 126 blocked, 125 the session was lost or
+// could not start), 2 a usage error.
+int repl_command(const std::vector<std::string>& args);
 // `sandboxrun assess [--json] [--config-dir DIR | --config PATH] FILE.py...` (args exclude
 // "assess"). Exit: 0 assessed (any level), 2 usage or configuration error, 127 a file missing or
 // unreadable.

@@ -52,6 +52,8 @@ constexpr Command kCommands[] = {
     {"audit", "audit verify|show|tail|repair|prune-objects [--log PATH]", audit},
     {"image", "image unpack|ls|rm|build-default [default|science] ...", [](const Invocation& in) { return cli::image_command(in.args); }},
     {"deps", "deps ls|rm|gc [--config PATH]", [](const Invocation& in) { return cli::deps_command(in.args); }},
+    {"repl", "repl [--trust LEVEL] [--json] [--timeout S] ...  (a session: blocks of stdin keep their state)",
+     [](const Invocation& in) { return cli::repl_command(in.args); }},
     {"doctor", "doctor [--config PATH]", [](const Invocation& in) { return cli::doctor_command(in.args); }},
     {"help", "help | --version", [](const Invocation&) { return usage(), 0; }},
 };

@@ -64,6 +64,16 @@ const char* to_string(CellStatus s) {
   return "lost";
 }
 
+nlohmann::json CellResult::to_json() const {
+  nlohmann::json j = output;
+  j["status"] = sandboxrun::to_string(status);
+  j["assessment"] = assessment.to_json();
+  if (!message.empty()) j["message"] = message;
+  j["duration_ms"] = duration.count();
+  j["audit_seq"] = audit_seq ? nlohmann::json(*audit_seq) : nlohmann::json();
+  return j;
+}
+
 struct Session::Impl {
   const Executor::Impl* ex = nullptr;
   RunResult who;  // run_id, caller and labels: what every record of the session carries
