@@ -2,7 +2,7 @@
 # Benchmarks: prints sandboxrun's figures side by side with its peers (bare python3, bwrap, crun,
 # umoci, bandit). Run as root after scripts/setup.sh. Figures on a loaded machine are noisy: run
 # it on a quiet one. Sections: startup, cgroup, parallel, assess, audit, image, network, deps,
-# config.
+# config, session.
 #   scripts/bench.sh [section ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -408,6 +408,12 @@ PY
 config() {
   echo "== config: loading the three configuration files, caches off and on"
   "$bin/src/config/sandboxrun_config_bench" 200
+}
+
+# A `1 + 1` cell: the session driver without a sandbox, in a live session, and as a one-shot run.
+session() {
+  echo "== session: a '1 + 1' cell timed by its caller, 200 cells (20 one-shot runs)"
+  python3 "$root/scripts/bench_session.py" "$sandboxrun" "$rootfs/usr/bin/python3" "$work" 200
 }
 
 for s in "${sections[@]}"; do "$s"; done
