@@ -64,6 +64,19 @@ struct PackageIndex {
       std::tuple{record::field("url", &PackageIndex::url), record::field("hosts", &PackageIndex::hosts)};
 };
 
+// Sessions (docs/sessions.md): how many an Executor holds, and how long one may last.
+struct SessionSettings {
+  uint32_t max = 64;               // open at once per Executor
+  uint32_t max_per_caller = 16;    // of those, for one caller (RunRequest::caller; none counts as one)
+  double idle_timeout_s = 600;     // closed after this long without a cell
+  double lifetime_s = 3600;        // closed this long after it started
+  bool operator==(const SessionSettings&) const = default;
+  using S = SessionSettings;
+  static constexpr auto fields = std::tuple{
+      record::field("max", &S::max), record::field("max_per_caller", &S::max_per_caller),
+      record::field("idle_timeout_s", &S::idle_timeout_s), record::field("lifetime_s", &S::lifetime_s)};
+};
+
 struct SandboxConfig {
   std::filesystem::path file;  // the sandbox.yaml it came from
   std::filesystem::path dir;   // its directory (security.yaml, audit.yaml live beside it)
@@ -84,6 +97,7 @@ struct SandboxConfig {
   PackageIndex package_index;
   std::optional<std::filesystem::path> cache_dir;  // the dependency cache; $SANDBOXRUN_CACHE_DIR/deps wins
   uint64_t cache_max_size = 4ull << 30;            // dependency cache cap (LRU eviction)
+  SessionSettings sessions;
 
   bool operator==(const SandboxConfig&) const = default;
   // Every setting; file, dir and digest describe where the settings came from instead.
@@ -96,7 +110,7 @@ struct SandboxConfig {
       record::field("monitoring", &C::monitoring), record::field("monitor_interval_ms", &C::monitor_interval_ms),
       record::field("input_limit", &C::input_limit), record::field("input_files_limit", &C::input_files_limit),
       record::field("package_index", &C::package_index), record::field("cache_dir", &C::cache_dir),
-      record::field("cache_max_size", &C::cache_max_size)};
+      record::field("cache_max_size", &C::cache_max_size), record::field("sessions", &C::sessions)};
 };
 
 // The host part of an http(s) URL ("pypi.org" of https://pypi.org:443/simple), lower-cased;

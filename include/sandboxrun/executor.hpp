@@ -141,13 +141,16 @@ struct RunResult {
 // A session (docs/sessions.md): one sandbox with one interpreter, running cells that keep their
 // state. The sandbox is made as a run's is, with these options.
 struct SessionRequest {
-  std::optional<Trust> trust;       // unset: default_trust of sandbox.yaml; cells never loosen it
-  RunOverrides limits;              // as a run's; the level's timeout bounds each cell
-  std::optional<std::string> image;
-  std::map<std::string, std::string> env;
-  std::optional<std::string> caller;
-  std::map<std::string, std::string> labels;
-  double lifetime_s = 3600;         // the session ends this long after it started
+  std::optional<Trust> trust{};       // unset: default_trust of sandbox.yaml; cells never loosen it
+  RunOverrides limits{};              // as a run's; the level's timeout bounds each cell
+  std::optional<std::string> image{};
+  std::map<std::string, std::string> env{};
+  std::optional<std::string> caller{};
+  std::map<std::string, std::string> labels{};
+  // May only shorten sandbox.yaml's sessions.lifetime and sessions.idle_timeout: the session is
+  // closed this long after it started, and after this long without a cell.
+  std::optional<double> lifetime_s{};
+  std::optional<double> idle_timeout_s{};
 };
 
 struct CellRequest {
@@ -160,7 +163,7 @@ struct CellRequest {
 // ok: the cell ran; error: it raised (output.error); timeout: it was interrupted at its timeout
 // (KeyboardInterrupt; the session goes on); blocked: the verdict on the session's code refused
 // it (nothing ran); lost: the session ended with it (killed after an ignored interrupt, the
-// interpreter died, the driver answered out of protocol, the lifetime ran out).
+// interpreter died, the driver answered out of protocol, the lifetime or idle timeout ran out).
 enum class CellStatus { ok, error, timeout, blocked, lost };
 const char* to_string(CellStatus s);
 
@@ -227,7 +230,8 @@ class Executor {
   bool wait_warm(Trust trust, std::chrono::milliseconds timeout) const;
 
   // Starts a session: its sandbox and interpreter, audited as a run (run_start with session:
-  // true). Throws Error when the sandbox cannot be made (what a run would report as an error).
+  // true). Throws Error when the sandbox cannot be made (what a run would report as an error), or
+  // of kind limits when sessions.max (or max_per_caller, for this caller) are open.
   Session open_session(const SessionRequest& request) const;
 
   const SandboxConfig& config() const;

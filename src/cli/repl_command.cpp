@@ -20,8 +20,7 @@ namespace {
 
 struct ReplOptions {
   std::optional<std::string> trust, config, audit_log, image, memory, caller;
-  std::optional<double> timeout, cpus;
-  double lifetime = 3600;
+  std::optional<double> timeout, cpus, lifetime;
   bool json = false;
 };
 
@@ -74,7 +73,7 @@ int repl_command(const std::vector<std::string>& argv) {
   app.add_option("--timeout", opt.timeout, "seconds per cell (may only tighten)")->check(positive_number("seconds"));
   app.add_option("--memory", opt.memory, "memory limit of the session such as 128m (may only tighten)");
   app.add_option("--cpus", opt.cpus, "CPUs (may only tighten)")->check(positive_number("CPUs"));
-  app.add_option("--lifetime", opt.lifetime, "seconds the session may last (default 3600)")
+  app.add_option("--lifetime", opt.lifetime, "seconds the session may last (may only shorten sessions.lifetime)")
       ->check(positive_number("seconds"));
   app.add_option("--caller", opt.caller, "who the session is for (audited)");
   app.add_flag("--json", opt.json, "print one JSON object per cell");

@@ -14,7 +14,7 @@ constexpr std::string_view kKind = "sandbox-config-";
 
 std::string key_of(const std::filesystem::path& file, const std::string& text) {
   // CgroupSettings and IdRanges name their members in the JSON of the defaults.
-  static const std::string layout = cache::layout_of<SandboxConfig, LevelSettings, PackageIndex>() +
+  static const std::string layout = cache::layout_of<SandboxConfig, LevelSettings, PackageIndex, SessionSettings>() +
                                     nlohmann::json(SandboxConfig{}).dump();
   std::string material(kMagic);
   material += layout;

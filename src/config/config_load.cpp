@@ -262,6 +262,16 @@ constexpr TopKey kTopKeys[] = {
        cfg.cache_dir = r.resolve(s);
      }},
     {"cache_max_size", [](R r, P key, V v, C cfg) { cfg.cache_max_size = r.size(v, key, 16ull << 20); }},
+    {"sessions",
+     [](R r, P key, V v, C cfg) {
+       r.check_keys(v, key, {"max", "max_per_caller", "idle_timeout", "lifetime"});
+       SessionSettings& s = cfg.sessions;
+       if (const auto m = v["max"]) s.max = static_cast<uint32_t>(r.integer(m, "sessions.max", 1, 4096));
+       if (const auto m = v["max_per_caller"])
+         s.max_per_caller = static_cast<uint32_t>(r.integer(m, "sessions.max_per_caller", 1, 4096));
+       if (const auto t = v["idle_timeout"]) s.idle_timeout_s = r.number(t, "sessions.idle_timeout", 1, 86400 * 7);
+       if (const auto t = v["lifetime"]) s.lifetime_s = r.number(t, "sessions.lifetime", 1, 86400 * 30);
+     }},
     {"trust_levels", read_trust_levels},
 };
 

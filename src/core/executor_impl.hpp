@@ -122,6 +122,10 @@ struct Executor::Impl {
   // Executor::run, and a session's sandbox when `session` is set.
   RunResult execute(const RunRequest& req, const SessionPlan* session) const;
   Assessment assess_text(std::string_view source) const;
+  // Open sessions, all and by caller ("" for none): bounded by sandbox.yaml's sessions.
+  mutable std::mutex sessions_mu;
+  mutable size_t sessions_open = 0;
+  mutable std::map<std::string, size_t> sessions_by_caller;
 
   // The script and every .py input, assessed: the most severe verdict wins, and an input's
   // findings name its file. Each of them is kept in the code store (refs in `stored`).

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "executor_impl.hpp"
 #include "session/driver_source.hpp"
@@ -75,7 +76,62 @@ nlohmann::json CellResult::to_json() const {
 }
 
 struct Session::Impl {
+  // A place among the Executor's open sessions (sandbox.yaml's sessions.max and max_per_caller),
+  // held for the session's life.
+  class Slot {
+   public:
+    Slot() = default;
+    Slot(const Executor::Impl& ex, const std::string& caller) : ex_(&ex), caller_(caller) {
+      std::lock_guard lock(ex.sessions_mu);
+      const SessionSettings& cfg = ex.cfg.sessions;
+      if (ex.sessions_open >= cfg.max)
+        throw Error(std::to_string(ex.sessions_open) + " sessions are open, sessions.max in " + ex.cfg.file.string() +
+                        " allows " + std::to_string(cfg.max),
+                    "close one, or raise sessions.max")
+            .as(ErrorKind::limits);
+      size_t& mine = ex.sessions_by_caller[caller];
+      if (mine >= cfg.max_per_caller)
+        throw Error(std::to_string(mine) + " sessions are open for " + (caller.empty() ? "callers without --caller" : caller) +
+                        ", sessions.max_per_caller in " + ex.cfg.file.string() + " allows " +
+                        std::to_string(cfg.max_per_caller),
+                    "close one, or raise sessions.max_per_caller")
+            .as(ErrorKind::limits);
+      ++mine;
+      ++ex.sessions_open;
+    }
+    Slot(Slot&& o) noexcept : ex_(std::exchange(o.ex_, nullptr)), caller_(std::move(o.caller_)) {}
+    Slot& operator=(Slot&& o) noexcept {
+      release();
+      ex_ = std::exchange(o.ex_, nullptr);
+      caller_ = std::move(o.caller_);
+      return *this;
+    }
+    ~Slot() { release(); }
+    void release() {
+      if (!ex_) return;
+      std::lock_guard lock(ex_->sessions_mu);
+      --ex_->sessions_open;
+      if (--ex_->sessions_by_caller[caller_] == 0) ex_->sessions_by_caller.erase(caller_);
+      ex_ = nullptr;
+    }
+
+   private:
+    const Executor::Impl* ex_ = nullptr;
+    std::string caller_;
+  };
+
   const Executor::Impl* ex = nullptr;
+  Slot slot;
+  // The idle watchdog: closes the session after idle_timeout without a cell. Its own lock, so
+  // that it never waits for a running cell (which holds `mu`).
+  std::thread watchdog;
+  std::mutex idle_mu;
+  std::condition_variable idle_cv;
+  bool stopping = false, busy = false;
+  Clock::time_point last_active = Clock::now();
+  double idle_timeout_s = 600;
+  std::atomic<bool> idled{false};
+  UniqueFd watchdog_pid1;  // its own pidfd of pid 1
   RunResult who;  // run_id, caller and labels: what every record of the session carries
   Trust trust = Trust::untrusted;
   double cell_timeout_s = 30;
@@ -147,7 +203,7 @@ const std::string& Session::id() const { return impl_->who.run_id; }
 
 bool Session::alive() const {
   std::lock_guard lock(impl_->mu);
-  return !impl_->ended && !impl_->lost;
+  return !impl_->ended && !impl_->lost && !impl_->idled;
 }
 
 Session Executor::open_session(const SessionRequest& sr) const {
@@ -155,7 +211,10 @@ Session Executor::open_session(const SessionRequest& sr) const {
   auto s = std::make_unique<Session::Impl>();
   Session::Impl& si = *s;
   si.ex = &im;
+  si.slot = Session::Impl::Slot(im, sr.caller.value_or(""));
   si.trust = sr.trust.value_or(im.cfg.default_trust);
+  const double lifetime_s = std::min(sr.lifetime_s.value_or(im.cfg.sessions.lifetime_s), im.cfg.sessions.lifetime_s);
+  si.idle_timeout_s = std::min(sr.idle_timeout_s.value_or(im.cfg.sessions.idle_timeout_s), im.cfg.sessions.idle_timeout_s);
   // The level's limits, as the run will resolve them: a cell's output and its timeout.
   const SandboxSpec spec = resolve_spec(im.cfg, si.trust, sr.limits, im.host);
   si.cell_timeout_s = spec.limits.timeout_s;
@@ -195,10 +254,11 @@ Session Executor::open_session(const SessionRequest& sr) const {
   si.who.caller = sr.caller;
   si.who.labels = sr.labels;
 
-  Impl::SessionPlan plan{.lifetime_s = sr.lifetime_s, .on_started = [&si](pid_t pid) {
+  Impl::SessionPlan plan{.lifetime_s = lifetime_s, .on_started = [&si](pid_t pid) {
                            std::lock_guard lock(si.mu);
                            si.pid1 = pid;
                            si.pid1_fd.reset(pidfd_open(pid));
+                           si.watchdog_pid1.reset(pidfd_open(pid));
                            si.started = true;
                            si.started_cv.notify_all();
                          }};
@@ -238,6 +298,19 @@ Session Executor::open_session(const SessionRequest& sr) const {
     throw Error("cannot start the session: " + e.describe() + (why.empty() ? "" : " (" + why.substr(0, 1000) + ")"))
         .as(ErrorKind::host);
   }
+  si.watchdog = std::thread([&si] {
+    std::unique_lock idle(si.idle_mu);
+    while (!si.stopping) {
+      const auto until = si.last_active + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(si.idle_timeout_s));
+      if (!si.busy && Clock::now() >= until) {
+        si.idled = true;
+        pidfd_signal(si.watchdog_pid1.get(), SIGKILL);
+        return;
+      }
+      si.idle_cv.wait_until(idle, si.busy ? Clock::now() + std::chrono::hours(1) : until);
+    }
+  });
   return session;
 }
 
@@ -245,11 +318,25 @@ CellResult Session::run(const CellRequest& cell) {
   Impl& si = *impl_;
   std::lock_guard lock(si.mu);
   CellResult cr;
-  if (si.ended || si.lost) {
-    cr.message = "the session has ended" + (si.lost ? ": " + si.lost_why : std::string()) +
-                 "; open a new one";
+  if (si.ended || si.lost || si.idled) {
+    cr.message = si.idled ? "the session was closed after " + std::to_string(static_cast<int64_t>(si.idle_timeout_s)) +
+                                " s without a cell (sessions.idle_timeout); open a new one"
+                          : "the session has ended" + (si.lost ? ": " + si.lost_why : std::string()) + "; open a new one";
     return cr;
   }
+  {
+    std::lock_guard idle(si.idle_mu);
+    si.busy = true;
+  }
+  struct Idle {
+    Session::Impl& si;
+    ~Idle() {
+      std::lock_guard idle(si.idle_mu);
+      si.busy = false;
+      si.last_active = Clock::now();
+      si.idle_cv.notify_all();
+    }
+  } idle_again{si};
   const uint64_t n = ++si.cells;
   const std::string name = "<cell " + std::to_string(n) + ">";
   cr.assessment = si.ex->assess_text(si.code_so_far + cell.code);
@@ -335,6 +422,13 @@ const RunResult& Session::close() {
     }
     si.runner.join();
   }
+  {
+    std::lock_guard idle(si.idle_mu);
+    si.stopping = true;
+    si.idle_cv.notify_all();
+  }
+  if (si.watchdog.joinable()) si.watchdog.join();
+  si.slot.release();
   return si.result;
 }
 

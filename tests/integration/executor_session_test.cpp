@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 #include "harness.hpp"
 #include "sandboxrun/executor.hpp"
@@ -24,6 +25,7 @@ struct ExecutorSession : ::testing::Test {
     SessionRequest req;
     req.trust = t;
     req.lifetime_s = 120;  // a hang shows as a lost session, not a hung test
+    req.idle_timeout_s = 120;
     return ex.open_session(req);
   }
 };
@@ -125,6 +127,46 @@ TEST_F(ExecutorSession, EveryCellIsRecordedBeforeItRunsAndTheLogVerifies) {
     }
   }
   EXPECT_EQ(sandboxrun::testing::run_binary({"audit", "verify", "--log", log}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace sandboxrun
+
+namespace sandboxrun {
+namespace {
+
+// sandbox.yaml's sessions: how many are open at once, per caller, and how long one may idle.
+TEST(ExecutorSessionLimits, OpenSessionsAreCountedPerCallerAndAnIdleOneIsClosed) {
+  TempDir d;
+  Executor ex = Executor::open(
+      {.config = write_config(d, "sessions: {max: 2, max_per_caller: 1, idle_timeout: 1}\n"),
+       .audit_log = d.path() + "/audit.log"});
+  SessionRequest alice{.caller = "alice"}, bob{.caller = "bob"};
+  Session a = ex.open_session(alice);
+  try {
+    ex.open_session(alice);
+    ADD_FAILURE() << "a second session for alice";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::limits);
+    EXPECT_NE(std::string(e.what()).find("sessions.max_per_caller"), std::string::npos) << e.what();
+  }
+  Session b = ex.open_session(bob);
+  try {
+    ex.open_session({.caller = "carol"});
+    ADD_FAILURE() << "a third session";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sessions.max "), std::string::npos) << e.what();
+  }
+  b.close();
+  Session c = ex.open_session({.caller = "carol"});  // bob's place is free again
+  EXPECT_EQ(c.run({.code = "1 + 1"}).status, CellStatus::ok);
+  // a has been idle for over a second by now.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto late = a.run({.code = "1 + 1"});
+  EXPECT_EQ(late.status, CellStatus::lost);
+  EXPECT_NE(late.message.find("without a cell"), std::string::npos) << late.message;
+  EXPECT_FALSE(a.alive());
+  EXPECT_NE(a.close().status, RunStatus::exited) << "killed when it went idle, not ended by the close";
 }
 
 }  // namespace

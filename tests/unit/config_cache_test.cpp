@@ -47,6 +47,7 @@ cgroup: {parent: mine, allow_degraded: true}
 landlock: required
 id_ranges: {base: 200000000, size: 4096, slot_size: 4}
 monitoring: {enabled: false, interval: 250}
+sessions: {max: 5, max_per_caller: 2, idle_timeout: 30, lifetime: 90.5}
 trust_levels:
   untrusted: {cpu_count: 0.5, mem_limit: 128m, environment: {C: "3"}, extra_hosts: ["a.internal:10.0.0.6"]}
   trusted: {network_mode: none, user: "1003:1004", security_opt: [seccomp=prof.json], requirements: []}
@@ -56,6 +57,8 @@ static_assert(test_util::member_count<LevelSettings>() == std::tuple_size_v<decl
               "a LevelSettings member is missing from LevelSettings::fields");
 static_assert(test_util::member_count<PackageIndex>() == std::tuple_size_v<decltype(PackageIndex::fields)>,
               "a PackageIndex member is missing from PackageIndex::fields");
+static_assert(test_util::member_count<SessionSettings>() == std::tuple_size_v<decltype(SessionSettings::fields)>,
+              "a SessionSettings member is missing from SessionSettings::fields");
 static_assert(test_util::member_count<SandboxConfig>() == std::tuple_size_v<decltype(SandboxConfig::fields)> + 3,
               "a SandboxConfig member is missing from SandboxConfig::fields (file, dir, digest are not stored)");
 
