@@ -11,23 +11,7 @@ using namespace image_test;
 using sandboxrun::image::ensure_image;
 using testing::HasSubstr;
 
-// A layout with two images: "latest" (gzip) and "other" (zstd, one file "b").
-class ImageCommand : public testing::Test {
- protected:
-  void SetUp() override {
-    layout_ = tmp_ / "layout";
-    cache_ = tmp_ / "cache";
-    LayoutBuilder b(layout_);
-    std::vector<Entry> files;
-    for (int i = 0; i < 300; ++i) files.push_back(F("f" + std::to_string(i), std::string(4096, 'x')));
-    digest_ = b.add_image({{make_tar(files), Compression::gzip}}, "latest")["digest"];
-    b.add_image({{make_tar({F("b", "b")}), Compression::zstd}}, "other");
-  }
-
-  TempDir tmp_;
-  fs::path layout_, cache_;
-  std::string digest_;
-};
+using ImageCommand = TwoImageLayout;
 
 // Runs image_command with stdout/stderr captured.
 struct CommandResult {

@@ -17,23 +17,7 @@ using sandboxrun::image::remove_cached_image;
 using testing::HasSubstr;
 using testing::ThrowsMessage;
 
-class Cache : public testing::Test {
- protected:
-  void SetUp() override {
-    layout_ = tmp_ / "layout";
-    cache_ = tmp_ / "cache";
-    LayoutBuilder b(layout_);
-    // Big enough that concurrent first uses really overlap.
-    std::vector<Entry> files;
-    for (int i = 0; i < 300; ++i) files.push_back(F("f" + std::to_string(i), std::string(4096, 'x')));
-    digest_ = b.add_image({{make_tar(files), Compression::gzip}}, "latest")["digest"];
-    b.add_image({{make_tar({F("b", "b")}), Compression::zstd}}, "other");
-  }
-
-  TempDir tmp_;
-  fs::path layout_, cache_;
-  std::string digest_;
-};
+using Cache = TwoImageLayout;
 
 // The cache is filled (as root) and run from: a symlink on its path, a planted lock file or a
 // directory another user controls is refused, and nothing is written where they point.

@@ -283,4 +283,23 @@ inline void apply_layers(const fs::path& dest, const std::vector<LayerSpec>& lay
   w.finish();
 }
 
+// A layout with two images: "latest" (gzip, 300 files of 4 KiB: big enough that concurrent first
+// uses really overlap) and "other" (zstd, one file "b"); a cache directory beside it.
+class TwoImageLayout : public testing::Test {
+ protected:
+  void SetUp() override {
+    layout_ = tmp_ / "layout";
+    cache_ = tmp_ / "cache";
+    LayoutBuilder b(layout_);
+    std::vector<Entry> files;
+    for (int i = 0; i < 300; ++i) files.push_back(F("f" + std::to_string(i), std::string(4096, 'x')));
+    digest_ = b.add_image({{make_tar(files), Compression::gzip}}, "latest")["digest"];
+    b.add_image({{make_tar({F("b", "b")}), Compression::zstd}}, "other");
+  }
+
+  TempDir tmp_;
+  fs::path layout_, cache_;
+  std::string digest_;
+};
+
 }  // namespace image_test
