@@ -31,16 +31,6 @@ constexpr milliseconds kInterruptGrace{2000};
 constexpr milliseconds kCloseGrace{3000};
 constexpr milliseconds kStartTimeout{60000};
 
-struct SessionPipe {
-  UniqueFd read, write;
-  SessionPipe() {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("cannot make a pipe for the session");
-    read.reset(fds[0]);
-    write.reset(fds[1]);
-  }
-};
-
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 void pidfd_signal(int pidfd, int sig) { ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0); }
 
@@ -221,7 +211,7 @@ Session Executor::open_session(const SessionRequest& sr) const {
   si.limits.output_bytes = spec.limits.output_bytes;
   si.frames = session::FrameReader(si.limits.max_frame());
 
-  SessionPipe in, out, err;
+  Pipe in = make_pipe(), out = make_pipe(), err = make_pipe();
   // The driver's own stderr (not the cells'): read only to say why a session was lost, so it
   // must never block the monitor that writes it.
   ::fcntl(err.write.get(), F_SETFL, O_NONBLOCK);
