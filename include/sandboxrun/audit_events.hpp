@@ -171,6 +171,31 @@ struct CellEndEvent {
   bool operator==(const CellEndEvent&) const = default;
 };
 
+// A file put into a session's /work. A .py file is assessed with the session's code (as a cell).
+struct FilePutEvent {
+  static constexpr std::string_view kEvent = "file_put";
+  RunContext run{};  // code: the file's, when it is Python
+  FileRecord file{};
+  std::optional<std::string> level{};  // .py files: the verdict on the session's code with it
+  std::vector<Finding> findings{};
+  bool refused = false;  // the verdict refused it: it was not written
+  std::optional<std::string> override_reason{};
+  static constexpr auto fields =
+      std::tuple{flatten(&FilePutEvent::run), field("file", &FilePutEvent::file), field("level", &FilePutEvent::level),
+                 field("findings", &FilePutEvent::findings), field("refused", &FilePutEvent::refused),
+                 field("override_reason", &FilePutEvent::override_reason)};
+  bool operator==(const FilePutEvent&) const = default;
+};
+
+// A file copied out of a session's /work: what the host received.
+struct FileGetEvent {
+  static constexpr std::string_view kEvent = "file_get";
+  RunContext run{};
+  FileRecord file{};
+  static constexpr auto fields = std::tuple{flatten(&FileGetEvent::run), field("file", &FileGetEvent::file)};
+  bool operator==(const FileGetEvent&) const = default;
+};
+
 struct OutputTruncated {
   bool stdout_cut = false;
   bool stderr_cut = false;

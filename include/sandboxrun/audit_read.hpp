@@ -40,4 +40,10 @@ struct AuditCodeDiff {
 // altered.
 AuditCodeDiff audit_code_diff(const std::filesystem::path& log, const std::string& run_id);
 
+// The code of cell `to` of session `session_id` against cell `from` (docs/sessions.md), both
+// read from the object store; name is "<cell FROM>..<cell TO>". Throws Error when the log cannot
+// be opened, or the session, either cell or its object is missing or altered.
+AuditCodeDiff audit_cell_diff(const std::filesystem::path& log, const std::string& session_id, uint64_t from,
+                              uint64_t to);
+
 }  // namespace sandboxrun

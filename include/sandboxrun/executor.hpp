@@ -145,6 +145,11 @@ struct SessionRequest {
   RunOverrides limits{};              // as a run's; the level's timeout bounds each cell
   std::optional<std::string> image{};
   std::map<std::string, std::string> env{};
+  // As a run's: copied into /work before the first cell (each .py is part of the session's
+  // code, which every cell is assessed with), and pip requirements installed first.
+  std::vector<InputFile> inputs{};
+  std::string requirements{};
+  std::string requirements_origin = "requirements";
   std::optional<std::string> caller{};
   std::map<std::string, std::string> labels{};
   // May only shorten sandbox.yaml's sessions.lifetime and sessions.idle_timeout: the session is
@@ -155,6 +160,7 @@ struct SessionRequest {
 
 struct CellRequest {
   std::string code{};
+  std::string stdin_data{};           // what the cell reads on stdin, then EOF
   std::optional<double> timeout_s{};  // may only shorten the trust level's timeout
   // Run a refused (BLOCKED) verdict on the session's code anyway, as RunRequest::override_reason.
   std::optional<std::string> override_reason{};
@@ -181,6 +187,17 @@ struct CellResult {
   nlohmann::json to_json() const;
 };
 
+// What Session::put_file did. A .py file is part of the session's code: it is assessed with the
+// code so far (an `import` of it must not run unassessed code) and refused as a cell would be.
+struct FilePut {
+  bool refused = false;
+  std::string message{};                  // when refused: why, and what to do
+  FileRecord file{};                      // path (under /work), size, sha256
+  std::optional<Assessment> assessment{}; // .py files only
+  std::optional<uint64_t> audit_seq{};    // its file_put record
+  nlohmann::json to_json() const;
+};
+
 class Executor;
 
 // One session. Cells run one at a time (run() serialises callers). Destroying it closes it.
@@ -194,6 +211,16 @@ class Session {
   bool alive() const;
   // Assesses the session's code with this cell, records it, runs it, returns what it gave.
   CellResult run(const CellRequest& cell);
+  // Files under the session's /work, between cells (done by the sandbox's driver with the
+  // sandbox's own rights; `path` is relative to /work, without `..`). put_file is bounded by
+  // input_limit, get_file by the level's output_bytes_limit, list_files by output_files_limit;
+  // both are audited (file_put, file_get). Throw Error: usage (a bad path), limits (too large),
+  // other (the sandbox could not: no such file ...), host (the session is not alive or its
+  // driver answered out of protocol: the session is then lost).
+  FilePut put_file(const std::string& path, std::string_view data,
+                   const std::optional<std::string>& override_reason = std::nullopt);
+  std::string get_file(const std::string& path);
+  std::vector<WorkFile> list_files(const std::string& dir = "");
   // Ends the session (the interpreter gets EOF; killed if it lingers) and returns the sandbox's
   // run result (run_end is recorded). Later calls return the same.
   const RunResult& close();

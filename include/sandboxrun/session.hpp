@@ -49,4 +49,16 @@ struct CellOutput {
   bool operator==(const CellOutput&) const = default;
 };
 
+// A file or directory under a session's /work, as list_files() reports it (what the sandbox's
+// driver said: data, not a decision).
+struct WorkFile {
+  std::string path{};  // relative to /work
+  uint64_t size = 0;   // regular files only
+  std::string type{};  // file | dir | link | other
+  static constexpr auto fields = std::tuple{record::field("path", &WorkFile::path),
+                                            record::field("size", &WorkFile::size),
+                                            record::field("type", &WorkFile::type)};
+  bool operator==(const WorkFile&) const = default;
+};
+
 }  // namespace sandboxrun

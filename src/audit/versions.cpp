@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <map>
 
 #include "audit/diff.hpp"
 #include "audit/objects.hpp"
@@ -171,6 +172,41 @@ AuditCodeDiff audit_code_diff(const std::filesystem::path& log, const std::strin
   const std::string new_text = audit::read_object(objects, d.sha256);
   d.unified = audit::unified_diff(old_text, new_text, d.name + "\trun " + d.from_run + " sha256:" + d.from_sha256,
                                   d.name + "\trun " + run_id + " sha256:" + d.sha256);
+  return d;
+}
+
+AuditCodeDiff audit_cell_diff(const std::filesystem::path& log, const std::string& session_id, uint64_t from,
+                              uint64_t to) {
+  const std::string needle = "\"run_id\":\"" + session_id + "\"";
+  std::map<uint64_t, std::string> cells;  // cell -> its code object
+  for (const auto& f : audit_log_files(log)) {
+    std::ifstream in(f);
+    if (!in && f == log) throw_errno("cannot open " + f.string(), "check --log or the path in audit.yaml");
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(needle) == std::string::npos || line.find("\"event\":\"cell\"") == std::string::npos) continue;
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_object() || j.value("run_id", "") != session_id || j.value("event", "") != "cell") continue;
+      const auto n = j.find("cell");
+      const nlohmann::json code = j.value("code", nlohmann::json::object());
+      if (n != j.end() && n->is_number_unsigned() && code.is_object()) cells[n->get<uint64_t>()] = code.value("sha256", "");
+    }
+  }
+  if (cells.empty())
+    throw Error("no cell records for session " + session_id + " in " + log.string(),
+                "list the runs with `sandboxrun audit show`; a session's id is its run id");
+  AuditCodeDiff d;
+  for (const uint64_t c : {from, to})
+    if (!cells.count(c) || !audit::is_object_name(cells[c]))
+      throw Error("session " + session_id + " has no stored cell " + std::to_string(c),
+                  "`sandboxrun audit show --session " + session_id + "` lists its cells");
+  d.name = "<cell " + std::to_string(from) + ">..<cell " + std::to_string(to) + ">";
+  d.from_run = session_id;
+  d.from_sha256 = cells[from];
+  d.sha256 = cells[to];
+  const std::filesystem::path objects = audit::objects_dir(log);
+  d.unified = audit::unified_diff(audit::read_object(objects, d.from_sha256), audit::read_object(objects, d.sha256),
+                                  "<cell " + std::to_string(from) + ">\tsha256:" + d.from_sha256,
+                                  "<cell " + std::to_string(to) + ">\tsha256:" + d.sha256);
   return d;
 }
 

@@ -43,7 +43,7 @@ int audit_command(const std::vector<std::string>& args, const std::optional<std:
     sub->add_option("--config", common.config, "audit.yaml to use");
   };
   bool as_json = false, no_objects = false;
-  std::string key, run, caller, diff, grace = "1h";
+  std::string key, run, caller, diff, session, grace = "1h";
   size_t n = 10, last = 0;
 
   CLI::App* verify = app.add_subcommand("verify", "check the hash chain and the stored objects; exit 0 when intact");
@@ -55,7 +55,10 @@ int audit_command(const std::vector<std::string>& args, const std::optional<std:
   add_common(show);
   show->add_flag("--json", as_json, "JSON lines");
   show->add_option("--run", run, "show the records of this run id");
-  show->add_option("--diff", diff, "unified diff of this run's code against its diff_from (the previous version)");
+  show->add_option("--diff", diff,
+                   "unified diff of this run's code against its diff_from (the previous version); with --session: "
+                   "cell N against N-1, or A..B");
+  show->add_option("--session", session, "the cells of this session (its id), in order");
   show->add_option("--caller", caller, "only the runs made for this caller (run --caller)");
   show->add_option("--last", last, "only the last N runs (of those shown)")->check(CLI::Range(size_t{1}, size_t{1000000}));
   CLI::App* tail = app.add_subcommand("tail", "the last records");
@@ -77,6 +80,10 @@ int audit_command(const std::vector<std::string>& args, const std::optional<std:
     app.exit(e);
     return exit_code::usage;
   }
+  if (!session.empty() && (!run.empty() || !caller.empty() || last > 0)) {
+    std::cerr << "sandboxrun audit show: --session ID is a view of its own; --run, --caller and --last do not go with it\n";
+    return exit_code::usage;
+  }
   if (!diff.empty() && !run.empty()) {
     std::cerr << "sandboxrun audit show: --diff RUN_ID and --run ID are separate views; pass one\n";
     return exit_code::usage;
@@ -84,7 +91,7 @@ int audit_command(const std::vector<std::string>& args, const std::optional<std:
   try {
     const audit_cmd::Resolved r = resolve(common, default_config);
     if (verify->parsed()) return audit_cmd::verify(r, key, as_json, !no_objects);
-    if (show->parsed()) return audit_cmd::show(r, as_json, run, diff, caller, last);
+    if (show->parsed()) return audit_cmd::show(r, as_json, run, diff, caller, last, session);
     if (tail->parsed()) return audit_cmd::tail(r, n, as_json);
     if (prune->parsed()) return audit_cmd::prune_objects(r, grace);
     return audit_cmd::repair(r);

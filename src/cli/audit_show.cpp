@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <unordered_map>
 
@@ -142,10 +143,100 @@ void print_code_diff(const std::filesystem::path& log, const std::string& run_id
                  "but longer\n";
 }
 
+// One row of `audit show --session`: a cell (its record and its end) or a file put or got.
+struct SessionRow {
+  std::string ts, kind, level, status, detail, sha256;
+  std::optional<uint64_t> cell, duration_ms;
+};
+
+json row_json(const SessionRow& r) {
+  auto opt = [](const auto& o) { return o ? json(*o) : json(nullptr); };
+  return {{"ts", r.ts},         {"kind", r.kind},        {"cell", opt(r.cell)},   {"level", r.level},
+          {"status", r.status}, {"duration_ms", opt(r.duration_ms)}, {"detail", r.detail}, {"sha256", r.sha256}};
+}
+
+int show_session(const std::filesystem::path& log, const std::string& session, bool as_json) {
+  std::vector<SessionRow> rows;
+  std::map<uint64_t, size_t> cell_rows;
+  bool found = false;
+  for_each_record(log, [&](const json& j) {
+    if (str(j, "run_id") != session) return;
+    found = true;
+    const std::string ev = str(j, "event");
+    if (ev == audit::CellEvent::kEvent) {
+      auto e = audit::read_event<audit::CellEvent>(j);
+      if (!e) return;
+      cell_rows[e->cell] = rows.size();
+      rows.push_back({str(j, "ts"), "cell", e->level, e->refused ? "blocked" : "running", "",
+                      e->run.code ? e->run.code->sha256 : "", e->cell, std::nullopt});
+    } else if (ev == audit::CellEndEvent::kEvent) {
+      auto e = audit::read_event<audit::CellEndEvent>(j);
+      if (!e || !cell_rows.count(e->cell)) return;
+      SessionRow& r = rows[cell_rows[e->cell]];
+      r.status = e->status;
+      r.duration_ms = e->duration_ms;
+      r.detail = e->ename.value_or("");
+    } else if (ev == audit::FilePutEvent::kEvent) {
+      if (auto e = audit::read_event<audit::FilePutEvent>(j))
+        rows.push_back({str(j, "ts"), "put", e->level.value_or(""), e->refused ? "blocked" : "ok",
+                        e->file.path + " (" + format_size(e->file.size) + ")", e->file.sha256, std::nullopt,
+                        std::nullopt});
+    } else if (ev == audit::FileGetEvent::kEvent) {
+      if (auto e = audit::read_event<audit::FileGetEvent>(j))
+        rows.push_back({str(j, "ts"), "get", "", "ok", e->file.path + " (" + format_size(e->file.size) + ")",
+                        e->file.sha256, std::nullopt, std::nullopt});
+    } else if (ev == audit::RunEndEvent::kEvent) {
+      if (auto e = audit::read_event<audit::RunEndEvent>(j))
+        rows.push_back({str(j, "ts"), "end", "", e->status, "", "", std::nullopt, e->duration_ms});
+    }
+  });
+  if (!found) throw Error("no records for session " + session + " in " + log.string());
+  if (as_json) {
+    for (const auto& r : rows) std::cout << row_json(r).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+  std::printf("%-26s %-5s %5s %-7s %-8s %10s  %s\n", "TIME", "WHAT", "CELL", "LEVEL", "STATUS", "DURATION", "DETAIL");
+  for (const auto& r : rows) {
+    const std::string cell = r.cell ? std::to_string(*r.cell) : "-";
+    const std::string dur = r.duration_ms ? std::to_string(*r.duration_ms) + "ms" : "-";
+    std::printf("%-26s %-5s %5s %-7s %-8s %10s  %s\n", r.ts.c_str(), r.kind.c_str(), cell.c_str(),
+                r.level.empty() ? "-" : r.level.c_str(), r.status.c_str(), dur.c_str(), r.detail.c_str());
+  }
+  return 0;
+}
+
+// --diff with --session: "N" (cell N against N-1) or "A..B".
+int show_cell_diff(const std::filesystem::path& log, const std::string& session, const std::string& spec) {
+  uint64_t from = 0, to = 0;
+  const size_t dots = spec.find("..");
+  try {
+    size_t used = 0;
+    if (dots == std::string::npos) {
+      to = std::stoull(spec, &used);
+      if (used != spec.size() || to < 2) throw std::invalid_argument(spec);
+      from = to - 1;
+    } else {
+      from = std::stoull(spec.substr(0, dots), &used);
+      if (used != dots) throw std::invalid_argument(spec);
+      to = std::stoull(spec.substr(dots + 2), &used);
+      if (used != spec.size() - dots - 2) throw std::invalid_argument(spec);
+    }
+  } catch (const std::logic_error&) {
+    std::cerr << "sandboxrun audit show: --diff " << spec
+              << ": with --session, give a cell N (against N-1, N >= 2) or A..B\n";
+    return exit_code::usage;
+  }
+  const AuditCodeDiff d = audit_cell_diff(log, session, from, to);
+  if (d.unified.empty()) std::cout << d.name << ": the same code (sha256 " << d.sha256 << ")\n";
+  else std::cout << d.unified;
+  return 0;
+}
+
 }  // namespace
 
 int show(const Resolved& r, bool as_json, const std::string& run, const std::string& diff, const std::string& caller,
-         size_t last) {
+         size_t last, const std::string& session) {
+  if (!session.empty()) return diff.empty() ? show_session(r.log, session, as_json) : show_cell_diff(r.log, session, diff);
   if (!diff.empty()) {
     print_code_diff(r.log, diff);
     return 0;

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@ int deps_command(const std::vector<std::string>& args);
 // Exit: the last cell's (0 ok, 1 it raised, 124 timeout, 126 blocked, 125 the session was lost or
 // could not start), 2 a usage error.
 int repl_command(const std::vector<std::string>& args);
+// `sandboxrun session start|run|put|get|files|ls|stop` (args exclude "session"): sessions kept by
+// a holder process between commands. Exit: run as repl's; start 0 or 125; the others 0 done,
+// 1 failed (said on stderr), 126 a put refused by the verdict, 2 a usage error.
+int session_command(const std::vector<std::string>& args);
 // `sandboxrun assess [--json] [--config-dir DIR | --config PATH] FILE.py...` (args exclude
 // "assess"). Exit: 0 assessed (any level), 2 usage or configuration error, 127 a file missing or
 // unreadable.
@@ -35,6 +40,9 @@ int audit_command(const std::vector<std::string>& args,
 // Parses a subcommand's arguments (in order). Returns the exit status when the command must
 // stop here: 0 after --help, exit_code::usage (2) after a usage error, printed as "sandboxrun: error: ...".
 std::optional<int> parse_or_exit(CLI::App& app, const std::vector<std::string>& args);
+
+// Splits each KEY=VALUE of `option` into `into`; false (said on stderr) when one is not.
+bool key_values(const char* option, const std::vector<std::string>& given, std::map<std::string, std::string>& into);
 
 // Accepts a finite number greater than 0; the error names `what` ("seconds", "CPUs").
 CLI::Validator positive_number(const std::string& what);

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli.hpp"
+#include "log.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun::cli {
@@ -30,6 +31,18 @@ CLI::Validator positive_number(const std::string& what) {
         return {};
       },
       "NUMBER>0");
+}
+
+bool key_values(const char* option, const std::vector<std::string>& given, std::map<std::string, std::string>& into) {
+  for (const auto& kv : given) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      log::error("{} {}: expected KEY=VALUE", option, kv);
+      return false;
+    }
+    into[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return true;
 }
 
 }  // namespace sandboxrun::cli

@@ -54,6 +54,8 @@ constexpr Command kCommands[] = {
     {"deps", "deps ls|rm|gc [--config PATH]", [](const Invocation& in) { return cli::deps_command(in.args); }},
     {"repl", "repl [--trust LEVEL] [--json] [--timeout S] ...  (a session: blocks of stdin keep their state)",
      [](const Invocation& in) { return cli::repl_command(in.args); }},
+    {"session", "session start|run|put|get|files|ls|stop ...  (sessions that outlive a command)",
+     [](const Invocation& in) { return cli::session_command(in.args); }},
     {"doctor", "doctor [--config PATH]", [](const Invocation& in) { return cli::doctor_command(in.args); }},
     {"help", "help | --version", [](const Invocation&) { return usage(), 0; }},
 };

@@ -12,17 +12,11 @@
 #include "log.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/executor.hpp"
-#include "sandboxrun/size.hpp"
+#include "session_cli.hpp"
 
 namespace sandboxrun::cli {
 
 namespace {
-
-struct ReplOptions {
-  std::optional<std::string> trust, config, audit_log, image, memory, caller;
-  std::optional<double> timeout, cpus, lifetime;
-  bool json = false;
-};
 
 // The next cell: lines up to an empty one (or the end); nullopt at the end of the input.
 std::optional<std::string> next_block(bool prompt) {
@@ -41,73 +35,28 @@ std::optional<std::string> next_block(bool prompt) {
   return std::nullopt;
 }
 
-// A display item or result as a terminal shows it: its text/plain, or what it is.
-std::string shown(const MimeBundle& b) {
-  for (const char* t : {"image/png", "image/jpeg", "image/svg+xml"})
-    if (b.count(t)) return "[" + std::string(t) + ", " + b.at("text/plain") + "]";
-  return b.at("text/plain");
-}
-
-void print_cell(const CellResult& c) {
-  std::cout << c.output.stdout_data << std::flush;
-  std::cerr << c.output.stderr_data;
-  for (const auto& d : c.output.display) std::cout << shown(d) << "\n";
-  if (c.output.result) std::cout << shown(*c.output.result) << "\n";
-  if (c.output.error)
-    for (const auto& line : c.output.error->traceback) std::cerr << line;
-  if (c.status == CellStatus::blocked || c.status == CellStatus::lost || c.status == CellStatus::timeout)
-    log::error("{}: {}", to_string(c.status), c.message);
-  std::cout << std::flush;
-}
-
 }  // namespace
 
 int repl_command(const std::vector<std::string>& argv) {
-  ReplOptions opt;
+  SessionOptions opt;
+  bool json = false;
   CLI::App app{"Run Python blocks in one sandboxed interpreter that keeps its state (a session)", "sandboxrun repl"};
-  app.add_option("--trust", opt.trust, "trust level: untrusted, unknown or trusted (default from config)")
-      ->check(CLI::IsMember({"untrusted", "unknown", "trusted"}));
-  app.add_option("--config", opt.config, "sandbox.yaml, or the directory holding it");
-  app.add_option("--audit-log", opt.audit_log, "audit log file (overrides config)");
-  app.add_option("--image", opt.image, "image name, rootfs directory or OCI image layout[:tag]");
-  app.add_option("--timeout", opt.timeout, "seconds per cell (may only tighten)")->check(positive_number("seconds"));
-  app.add_option("--memory", opt.memory, "memory limit of the session such as 128m (may only tighten)");
-  app.add_option("--cpus", opt.cpus, "CPUs (may only tighten)")->check(positive_number("CPUs"));
-  app.add_option("--lifetime", opt.lifetime, "seconds the session may last (may only shorten sessions.lifetime)")
-      ->check(positive_number("seconds"));
-  app.add_option("--caller", opt.caller, "who the session is for (audited)");
-  app.add_flag("--json", opt.json, "print one JSON object per cell");
+  add_session_options(app, opt);
+  app.add_flag("--json", json, "print one JSON object per cell");
   if (auto rc = parse_or_exit(app, argv)) return *rc;
-
-  SessionRequest req;
-  if (opt.trust) req.trust = parse_trust(*opt.trust);
-  if (opt.image) req.image = *opt.image;
-  if (opt.memory) {
-    const auto m = parse_size(*opt.memory);
-    if (!m) {
-      log::error("--memory {}: expected a size such as 128m or 1g", *opt.memory);
-      return exit_code::usage;
-    }
-    req.limits.memory_bytes = *m;
-  }
-  req.limits.cpus = opt.cpus;
-  req.lifetime_s = opt.lifetime;
-  req.caller = opt.caller;
+  auto setup = session_setup(opt);
+  if (!setup) return exit_code::usage;
   try {
-    ExecutorOptions eo;
-    if (opt.config) eo.config = *opt.config;
-    if (opt.audit_log) eo.audit_log = *opt.audit_log;
-    Executor executor = Executor::open(eo);
-    Session session = executor.open_session(req);
-    const bool prompt = !opt.json && ::isatty(0);
+    Executor executor = Executor::open(setup->executor);
+    Session session = executor.open_session(setup->request);
+    const bool prompt = !json && ::isatty(0);
     if (prompt) std::cerr << "sandboxrun session " << session.id() << " (an empty line runs a block; Ctrl-D ends)\n";
     int rc = 0;
     while (auto code = next_block(prompt)) {
-      const CellResult c = session.run({.code = *code, .timeout_s = opt.timeout});
-      if (opt.json) std::cout << c.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-      else print_cell(c);
-      rc = c.status == CellStatus::ok ? 0 : c.status == CellStatus::error ? 1 : c.status == CellStatus::timeout ? 124
-           : c.status == CellStatus::blocked ? exit_code::blocked : exit_code::setup_failed;
+      const CellResult c = session.run({.code = *code});
+      if (json) std::cout << c.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      else print_cell(c.status, c.output, c.message);
+      rc = cell_exit_code(c.status);
       if (c.status == CellStatus::lost) break;
     }
     session.close();

@@ -148,18 +148,6 @@ void explain_end(const RunResult& r, const std::string& file) {
 }
 
 // Each KEY=VALUE of a repeatable option into `into`; false (said) at the first without a KEY.
-bool key_values(const char* option, const std::vector<std::string>& given, std::map<std::string, std::string>& into) {
-  for (const auto& kv : given) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      log::error("{} {}: expected KEY=VALUE", option, kv);
-      return false;
-    }
-    into[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return true;
-}
-
 }  // namespace
 
 int run_command(const std::vector<std::string>& argv, char* wipe_begin, char* wipe_end) {

@@ -51,6 +51,7 @@ LibCrypto load() {
   bind(lib, t.OSSL_PARAM_construct_utf8_string, "OSSL_PARAM_construct_utf8_string");
   bind(lib, t.OSSL_PARAM_construct_end, "OSSL_PARAM_construct_end");
   bind(lib, t.EVP_EncodeBlock, "EVP_EncodeBlock");
+  bind(lib, t.EVP_DecodeBlock, "EVP_DecodeBlock");
   return t;
 }
 

@@ -1,5 +1,5 @@
 // libcrypto (OpenSSL 3), opened the first time something needs it: a keyed (HMAC) audit chain,
-// an image blob's digest, a streamed SHA-256 of a large file, base64 of binary program output. Linked into the binary, its
+// an image blob's digest, a streamed SHA-256 of a large file, base64 (binary program output, session files). Linked into the binary, its
 // tables (340 KB of pointers the loader relocates) cost every start of every command about 80
 // page copies, ~0.2 ms on the development VM, for code that a plain `run` or `assess` never
 // calls. systemd opens its optional libraries the same way. The functions keep OpenSSL's own
@@ -29,6 +29,7 @@ struct LibCrypto {
   decltype(&::OSSL_PARAM_construct_utf8_string) OSSL_PARAM_construct_utf8_string;
   decltype(&::OSSL_PARAM_construct_end) OSSL_PARAM_construct_end;
   decltype(&::EVP_EncodeBlock) EVP_EncodeBlock;
+  decltype(&::EVP_DecodeBlock) EVP_DecodeBlock;
 };
 
 // The library, loaded (and initialised without reading openssl.cnf) on the first call; the

@@ -2,7 +2,7 @@
 
 #include <tuple>
 
-#include "common/libcrypto.hpp"
+#include "common/base64.hpp"
 #include "common/utf8.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/executor.hpp"
@@ -58,18 +58,6 @@ std::string DeniedRecord::summary() const {
   return line.empty() ? line : "denied: " + line;
 }
 
-namespace {
-
-std::string base64(const std::string& data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  const int n = libcrypto().EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                            reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
-  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  return out;
-}
-
-}  // namespace
-
 json RunResult::to_json() const {
   const RunOutcome& o = outcome;
   json j = {{"run_id", run_id},
@@ -92,7 +80,7 @@ json RunResult::to_json() const {
                                         std::tuple{"stderr_base64", &o.stderr_data, o.stderr_truncated}})
     if (!valid_utf8(cut ? std::string_view(*data).substr(0, utf8_complete_prefix(*data)) : std::string_view(*data))) {
       try {
-        j[name] = base64(*data);
+        j[name] = base64_encode(*data);
       } catch (const Error& e) {  // no libcrypto: the lossy text is all there is, and why
         j["warnings"].push_back(std::string(name) + " not given: " + e.describe());
       }

@@ -7,16 +7,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <condition_variable>
 #include <fstream>
-#include <sstream>
-#include <thread>
 #include <utility>
 
-#include "executor_impl.hpp"
 #include "session/driver_source.hpp"
-#include "session/protocol.hpp"
+#include "session_impl.hpp"
 
 namespace sandboxrun {
 
@@ -65,122 +60,101 @@ nlohmann::json CellResult::to_json() const {
   return j;
 }
 
-struct Session::Impl {
-  // A place among the Executor's open sessions (sandbox.yaml's sessions.max and max_per_caller),
-  // held for the session's life.
-  class Slot {
-   public:
-    Slot() = default;
-    Slot(const Executor::Impl& ex, const std::string& caller) : ex_(&ex), caller_(caller) {
-      std::lock_guard lock(ex.sessions_mu);
-      const SessionSettings& cfg = ex.cfg.sessions;
-      if (ex.sessions_open >= cfg.max)
-        throw Error(std::to_string(ex.sessions_open) + " sessions are open, sessions.max in " + ex.cfg.file.string() +
-                        " allows " + std::to_string(cfg.max),
-                    "close one, or raise sessions.max")
-            .as(ErrorKind::limits);
-      size_t& mine = ex.sessions_by_caller[caller];
-      if (mine >= cfg.max_per_caller)
-        throw Error(std::to_string(mine) + " sessions are open for " + (caller.empty() ? "callers without --caller" : caller) +
-                        ", sessions.max_per_caller in " + ex.cfg.file.string() + " allows " +
-                        std::to_string(cfg.max_per_caller),
-                    "close one, or raise sessions.max_per_caller")
-            .as(ErrorKind::limits);
-      ++mine;
-      ++ex.sessions_open;
-    }
-    Slot(Slot&& o) noexcept : ex_(std::exchange(o.ex_, nullptr)), caller_(std::move(o.caller_)) {}
-    Slot& operator=(Slot&& o) noexcept {
-      release();
-      ex_ = std::exchange(o.ex_, nullptr);
-      caller_ = std::move(o.caller_);
-      return *this;
-    }
-    ~Slot() { release(); }
-    void release() {
-      if (!ex_) return;
-      std::lock_guard lock(ex_->sessions_mu);
-      --ex_->sessions_open;
-      if (--ex_->sessions_by_caller[caller_] == 0) ex_->sessions_by_caller.erase(caller_);
-      ex_ = nullptr;
-    }
+void Session::Impl::kill_sandbox() {
+  if (pid1_fd) pidfd_signal(pid1_fd.get(), SIGKILL);
+}
 
-   private:
-    const Executor::Impl* ex_ = nullptr;
-    std::string caller_;
-  };
+void Session::Impl::interrupt() {
+  for (pid_t p : children_of(pid1))
+    if (UniqueFd fd(pidfd_open(p)); fd) pidfd_signal(fd.get(), SIGINT);
+}
 
-  const Executor::Impl* ex = nullptr;
-  Slot slot;
-  // The idle watchdog: closes the session after idle_timeout without a cell. Its own lock, so
-  // that it never waits for a running cell (which holds `mu`).
-  std::thread watchdog;
-  std::mutex idle_mu;
-  std::condition_variable idle_cv;
-  bool stopping = false, busy = false;
-  Clock::time_point last_active = Clock::now();
-  double idle_timeout_s = 600;
-  std::atomic<bool> idled{false};
-  UniqueFd watchdog_pid1;  // its own pidfd of pid 1
-  RunResult who;  // run_id, caller and labels: what every record of the session carries
-  Trust trust = Trust::untrusted;
-  double cell_timeout_s = 30;
-  session::ReplyLimits limits;
-  UniqueFd to_driver, from_driver;  // our ends of the program's stdin and stdout
-  UniqueFd stdin_read, stdout_write, stderr_write, stderr_read;  // the run's ends
-  session::FrameReader frames{0};
-  std::thread runner;
-  std::mutex mu;  // one cell at a time; guards what follows
-  std::condition_variable started_cv;
-  bool started = false, ended = false;
-  UniqueFd pid1_fd;
-  pid_t pid1 = 0;
-  RunResult result;  // the sandbox's, once ended
-  bool lost = false;
-  std::string lost_why;
-  std::string code_so_far;
-  uint64_t cells = 0;
+void Session::Impl::lose(const std::string& why) {
+  lost = true;
+  lost_why = why;
+  kill_sandbox();
+  from_driver.reset();  // a monitor blocked writing to us gets EPIPE instead
+  to_driver.reset();
+}
 
-  void kill_sandbox() {
-    if (pid1_fd) pidfd_signal(pid1_fd.get(), SIGKILL);
+std::optional<std::string> Session::Impl::await_frame(Clock::time_point deadline, size_t max_frame) {
+  frames.set_max(max_frame);
+  for (;;) {
+    if (auto body = frames.next()) return body;
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return std::nullopt;
+    pollfd p{from_driver.get(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000))) < 0 && errno != EINTR)
+      throw_errno("cannot wait for the session's interpreter");
+    if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    char buf[65536];
+    const ssize_t n = ::read(from_driver.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error("the session's interpreter ended").as(ErrorKind::host);
+    frames.feed(std::string_view(buf, static_cast<size_t>(n)));
   }
-  void interrupt() {
-    for (pid_t p : children_of(pid1))
-      if (UniqueFd fd(pidfd_open(p)); fd) pidfd_signal(fd.get(), SIGINT);
+}
+
+std::string Session::Impl::exchange(const std::string& frame, size_t max_frame) {
+  check_alive();
+  try {
+    if (!write_all(to_driver.get(), frame.data(), frame.size()))
+      throw Error("the session's interpreter no longer reads its requests").as(ErrorKind::host);
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(cell_timeout_s));
+    if (auto body = await_frame(deadline, max_frame)) return std::move(*body);
+    throw Error("the session's interpreter did not answer within " + std::to_string(cell_timeout_s) + " s")
+        .as(ErrorKind::host);
+  } catch (const Error& e) {
+    const std::string why = driver_stderr();
+    lose(e.describe() + (why.empty() ? "" : " (" + why.substr(0, 1000) + ")"));
+    throw Error("the session was lost: " + lost_why, "open a new session").as(ErrorKind::host);
   }
-  void lose(const std::string& why) {
-    lost = true;
-    lost_why = why;
-    kill_sandbox();
-    from_driver.reset();  // a monitor blocked writing to us gets EPIPE instead
-    to_driver.reset();
-  }
-  // Waits for reply `id` until `deadline`; nullopt at the deadline. Throws Error when the driver
-  // ended or answered out of protocol.
-  std::optional<CellOutput> await(uint64_t id, Clock::time_point deadline) {
-    for (;;) {
-      if (auto body = frames.next()) return session::parse_reply(*body, id, limits);
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return std::nullopt;
-      pollfd p{from_driver.get(), POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000))) < 0 && errno != EINTR)
-        throw_errno("cannot wait for the session's interpreter");
-      if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[65536];
-      const ssize_t n = ::read(from_driver.get(), buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw Error("the session's interpreter ended").as(ErrorKind::host);
-      frames.feed(std::string_view(buf, static_cast<size_t>(n)));
-    }
-  }
-  std::string driver_stderr() {
-    std::string text;
-    char buf[4096];
-    for (ssize_t n; stderr_read && text.size() < 4096 && (n = ::read(stderr_read.get(), buf, sizeof buf)) > 0;)
-      text.append(buf, static_cast<size_t>(n));
-    return text;
-  }
-};
+}
+
+std::string Session::Impl::ended_message() const {
+  return idled ? "the session was closed after " + std::to_string(static_cast<int64_t>(idle_timeout_s)) +
+                     " s without a cell (sessions.idle_timeout); open a new one"
+               : "the session has ended" + (lost ? ": " + lost_why : std::string()) + "; open a new one";
+}
+
+void Session::Impl::check_alive() const {
+  if (ended || lost || idled) throw Error(ended_message()).as(ErrorKind::host);
+}
+
+Session::Impl::Verdict Session::Impl::judge(std::string_view code, const std::optional<std::string>& override_reason) const {
+  Verdict v{ex->assess_text(code_so_far + std::string(code)), {}, {}};
+  const Assessment& a = v.assessment;
+  v.decision = decide(a.level, trust, override_reason, ex->security, ProcessIdentity::of_this_process());
+  const Decision& d = v.decision;
+  if (d.override_refused) v.refusal = "override refused: " + *d.override_refused;
+  else if (d.refused()) v.refusal = "the session's code so far rates BLOCKED";
+  else if (*d.used != trust)
+    v.refusal = "the session's code so far rates " + std::string(to_string(a.level)) + ", which allows at most trust " +
+                to_string(*d.used) + "; this session runs at " + to_string(trust) + " (open a session at " +
+                to_string(*d.used) + ")";
+  return v;
+}
+
+std::string Session::Impl::driver_stderr() {
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; stderr_read && text.size() < 4096 && (n = ::read(stderr_read.get(), buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<size_t>(n));
+  return text;
+}
+
+Session::Impl::Busy::Busy(Impl& si) : si_(si) {
+  std::lock_guard idle(si_.idle_mu);
+  si_.busy = true;
+}
+
+Session::Impl::Busy::~Busy() {
+  std::lock_guard idle(si_.idle_mu);
+  si_.busy = false;
+  si_.last_active = Clock::now();
+  si_.idle_cv.notify_all();
+}
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::Session(Session&&) noexcept = default;
@@ -209,6 +183,11 @@ Session Executor::open_session(const SessionRequest& sr) const {
   const SandboxSpec spec = resolve_spec(im.cfg, si.trust, sr.limits, im.host);
   si.cell_timeout_s = spec.limits.timeout_s;
   si.limits.output_bytes = spec.limits.output_bytes;
+  si.input_limit = im.cfg.input_limit;
+  si.output_bytes = spec.limits.output_total_bytes;
+  si.output_files = spec.limits.output_files;
+  for (const auto& f : sr.inputs)
+    if (f.path.ends_with(".py")) si.code_so_far += f.data + "\n";
   si.frames = session::FrameReader(si.limits.max_frame());
 
   Pipe in = make_pipe(), out = make_pipe(), err = make_pipe();
@@ -230,6 +209,9 @@ Session Executor::open_session(const SessionRequest& sr) const {
   req.limits = sr.limits;
   req.image = sr.image;
   req.env = sr.env;
+  req.inputs = sr.inputs;
+  req.requirements = sr.requirements;
+  req.requirements_origin = sr.requirements_origin;
   req.env["SANDBOXRUN_SESSION_OUTPUT_LIMIT"] = std::to_string(si.limits.output_bytes);
   req.env["SANDBOXRUN_SESSION_DISPLAY_LIMIT"] = std::to_string(si.limits.display_bytes);
   req.env["SANDBOXRUN_SESSION_DISPLAY_ITEMS"] = std::to_string(si.limits.display_items);
@@ -275,7 +257,9 @@ Session Executor::open_session(const SessionRequest& sr) const {
   // The driver's empty reply to cell 0: it runs (so run_start is in the log) and reads cells.
   Session session(std::move(s));
   try {
-    if (!si.await(0, Clock::now() + kStartTimeout))
+    auto hello = si.await_frame(Clock::now() + kStartTimeout, si.limits.max_frame());
+    if (hello) session::parse_reply(*hello, 0, si.limits);
+    else
       throw Error("the session's interpreter did not start within " + std::to_string(kStartTimeout.count() / 1000) +
                   " s").as(ErrorKind::host);
   } catch (const Error& e) {
@@ -309,41 +293,30 @@ CellResult Session::run(const CellRequest& cell) {
   std::lock_guard lock(si.mu);
   CellResult cr;
   if (si.ended || si.lost || si.idled) {
-    cr.message = si.idled ? "the session was closed after " + std::to_string(static_cast<int64_t>(si.idle_timeout_s)) +
-                                " s without a cell (sessions.idle_timeout); open a new one"
-                          : "the session has ended" + (si.lost ? ": " + si.lost_why : std::string()) + "; open a new one";
+    cr.message = si.ended_message();
     return cr;
   }
-  {
-    std::lock_guard idle(si.idle_mu);
-    si.busy = true;
-  }
-  struct Idle {
-    Session::Impl& si;
-    ~Idle() {
-      std::lock_guard idle(si.idle_mu);
-      si.busy = false;
-      si.last_active = Clock::now();
-      si.idle_cv.notify_all();
-    }
-  } idle_again{si};
+  const Impl::Busy busy(si);
   const uint64_t n = ++si.cells;
   const std::string name = "<cell " + std::to_string(n) + ">";
-  cr.assessment = si.ex->assess_text(si.code_so_far + cell.code);
+  Impl::Verdict v = si.judge(cell.code, cell.override_reason);
+  cr.assessment = std::move(v.assessment);
   const Assessment& a = cr.assessment;
-  const Decision d = decide(a.level, si.trust, cell.override_reason, si.ex->security, ProcessIdentity::of_this_process());
   const CodeRef code = si.ex->store_code(cell.code, name);
   audit::CellEvent rec{.run = {.code = code}, .cell = n, .level = to_string(a.level), .score = a.score,
                        .findings = a.findings, .refused = false,
-                       .override_reason = d.overridden ? cell.override_reason : std::nullopt};
-  if (d.override_refused || d.refused() || *d.used != si.trust) {
+                       .override_reason = v.decision.overridden ? cell.override_reason : std::nullopt};
+  if (!v.refusal.empty()) {
     cr.status = CellStatus::blocked;
-    cr.message = d.override_refused ? "override refused: " + *d.override_refused
-                 : d.refused()       ? "the session's code so far rates BLOCKED; the cell did not run"
-                                     : "the session's code so far rates " + std::string(to_string(a.level)) +
-                                     ", which allows at most trust " + to_string(*d.used) + "; this session runs at " +
-                                     to_string(si.trust) + ", so the cell did not run (open a session at " +
-                                     to_string(*d.used) + ")";
+    cr.message = v.refusal + "; the cell did not run";
+    rec.refused = true;
+    cr.audit_seq = si.ex->append(rec, si.who);
+    return cr;
+  }
+  if (cell.stdin_data.size() > si.input_limit) {
+    cr.status = CellStatus::blocked;
+    cr.message = "the cell's stdin holds " + std::to_string(cell.stdin_data.size()) + " bytes; input_limit is " +
+                 std::to_string(si.input_limit);
     rec.refused = true;
     cr.audit_seq = si.ex->append(rec, si.who);
     return cr;
@@ -359,20 +332,21 @@ CellResult Session::run(const CellRequest& cell) {
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   std::optional<CellOutput> out;
   try {
-    const std::string frame = session::encode_run(n, cell.code);
+    const std::string frame = session::encode_run(n, cell.code, cell.stdin_data);
     if (!write_all(si.to_driver.get(), frame.data(), frame.size()))
       throw Error("the session's interpreter no longer reads its cells").as(ErrorKind::host);
-    out = si.await(n, deadline);
-    if (!out) {
+    auto body = si.await_frame(deadline, si.limits.max_frame());
+    if (!body) {
       si.interrupt();
-      out = si.await(n, Clock::now() + kInterruptGrace);
-      if (out) {
+      body = si.await_frame(Clock::now() + kInterruptGrace, si.limits.max_frame());
+      if (body) {
         cr.status = CellStatus::timeout;
         cr.message = "the cell ran past its timeout (" + std::to_string(timeout_s) + " s) and was interrupted";
       } else {
         si.lose("the cell ran past its timeout and did not stop when interrupted; the session was killed");
       }
     }
+    if (body) out = session::parse_reply(*body, n, si.limits);
   } catch (const Error& e) {
     const std::string why = si.driver_stderr();
     si.lose(e.describe() + (why.empty() ? "" : " (" + why.substr(0, 1000) + ")"));

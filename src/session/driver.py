@@ -4,12 +4,18 @@
 # C code and child processes write is the cell's output too.
 #
 # Frames both ways: a 4-byte big-endian length, then that many bytes of UTF-8 JSON.
-#   request: {"op": "run", "id": N, "code": TEXT}
+#   request: {"op": "run", "id": N, "code": TEXT, "stdin": BASE64}   (stdin: what the cell reads)
 #   reply:   {"id": N, "status": "ok" | "error", "stdout": TEXT, "stderr": TEXT,
 #             "stdout_truncated": BOOL, "stderr_truncated": BOOL,
 #             "result": BUNDLE | null, "display": [BUNDLE...],
 #             "error": {"ename": TEXT, "evalue": TEXT, "traceback": [TEXT...]} | null}
 #   BUNDLE: {MIME: TEXT}, binary types (image/png, image/jpeg) base64-encoded, as Jupyter does.
+# Files under /work (paths relative to it, checked by the host), between cells:
+#   {"op": "put", "id": N, "path": P, "data": BASE64} -> {"id": N, "status": "ok"}
+#   {"op": "get", "id": N, "path": P, "limit": BYTES} -> {"id": N, "status": "ok", "data": BASE64}
+#   {"op": "ls", "id": N, "path": P, "limit": COUNT}  -> {"id": N, "status": "ok",
+#                                    "files": [{"path": P, "size": BYTES, "type": "file"|"dir"|"link"|"other"}]}
+#   a failure:                                          {"id": N, "status": "error", "message": TEXT}
 # Once it is ready, the driver sends an empty reply to cell 0.
 #
 # This file is product code, but nothing it sends is trusted: a cell can rewrite it, replace
@@ -22,6 +28,7 @@ import io
 import json
 import linecache
 import os
+import stat
 import struct
 import sys
 import traceback
@@ -35,16 +42,17 @@ REPR_METHODS = (("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_
                 ("image/png", "_repr_png_"), ("image/jpeg", "_repr_jpeg_"),
                 ("application/json", "_repr_json_"))
 DRIVER = os.path.abspath(__file__)
+WORK = os.getcwd()
 
 
 def read_exact(f, n):
-    data = b""
+    data = bytearray()
     while len(data) < n:
-        chunk = f.read(n - len(data))
+        chunk = f.read(min(n - len(data), 1 << 20))
         if not chunk:
             return None
         data += chunk
-    return data
+    return bytes(data)
 
 
 def text_of(value, limit):
@@ -171,14 +179,24 @@ def run_code(code, filename, ns):
 
 
 class Capture:
-    """fds 1 and 2 as files of the cell's own (sys.stdout/stderr over them, unbuffered)."""
+    """fds 1 and 2 as files of the cell's own (sys.stdout/stderr over them, unbuffered), and
+    fd 0 the cell's stdin (EOF after it)."""
+
+    def __init__(self, stdin):
+        self.stdin = stdin
 
     def __enter__(self):
-        self.saved = (os.dup(1), os.dup(2))
+        self.saved = (os.dup(0), os.dup(1), os.dup(2))
         self.files = (os.memfd_create("stdout"), os.memfd_create("stderr"))
+        stdin = os.memfd_create("stdin")
+        os.write(stdin, self.stdin)
+        os.lseek(stdin, 0, os.SEEK_SET)
+        os.dup2(stdin, 0)
+        os.close(stdin)
         os.dup2(self.files[0], 1)
         os.dup2(self.files[1], 2)
-        self.streams = (sys.stdout, sys.stderr)
+        self.streams = (sys.stdin, sys.stdout, sys.stderr)
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), errors="replace")
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True, errors="replace")
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True, errors="replace")
         return self
@@ -189,11 +207,10 @@ class Capture:
                 stream.flush()
             except Exception:
                 pass
-        sys.stdout, sys.stderr = self.streams
-        os.dup2(self.saved[0], 1)
-        os.dup2(self.saved[1], 2)
-        for fd in self.saved:
-            os.close(fd)
+        sys.stdin, sys.stdout, sys.stderr = self.streams
+        for fd, saved in enumerate(self.saved):
+            os.dup2(saved, fd)
+            os.close(saved)
         return False
 
     def take(self, which):
@@ -212,7 +229,7 @@ def run_cell(req, ns):
     filename = f"<cell {cell_id}>"
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     reply = {"id": cell_id, "status": "ok", "result": None, "error": None}
-    with Capture() as cap:
+    with Capture(base64.b64decode(req.get("stdin", ""))) as cap:
         hook_pyplot()
         try:
             value = run_code(code, filename, ns)
@@ -231,6 +248,52 @@ def run_cell(req, ns):
     if current.dropped:
         reply["stderr"] += f"\n[sandboxrun: {current.dropped} display items over the cell's limit were dropped]\n"
     return reply
+
+
+def work_path(rel):
+    return os.path.join(WORK, rel) if rel else WORK
+
+
+def file_op(req):
+    """put, get or ls under /work; what the host asked for, done with the sandbox's own rights."""
+    reply = {"id": int(req["id"]), "status": "ok"}
+    path = work_path(req["path"])
+    try:
+        if req["op"] == "put":
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as f:
+                f.write(base64.b64decode(req["data"]))
+        elif req["op"] == "get":
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as f:
+                if not os.path.isfile(path):
+                    raise IsADirectoryError(f"{req['path']} is not a regular file")
+                data = f.read(int(req["limit"]) + 1)
+            if len(data) > int(req["limit"]):
+                raise OSError(f"{req['path']} is larger than {req['limit']} bytes")
+            reply["data"] = base64.b64encode(data).decode("ascii")
+        else:
+            reply["files"] = list_work(path, int(req["limit"]))
+    except Exception as e:
+        return {"id": reply["id"], "status": "error", "message": f"{type(e).__name__}: {e}"[:4096]}
+    return reply
+
+
+def list_work(top, limit):
+    files = []
+    for root, dirs, names in os.walk(top):
+        dirs.sort()
+        for name in sorted(dirs + names):
+            full = os.path.join(root, name)
+            st = os.lstat(full)
+            kind = ("dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode)
+                    else "link" if stat.S_ISLNK(st.st_mode) else "other")
+            files.append({"path": os.path.relpath(full, WORK), "size": st.st_size if kind == "file" else 0,
+                          "type": kind})
+            if len(files) > limit:
+                raise OSError(f"more than {limit} files under /work")
+    return files
 
 
 def main():
@@ -254,7 +317,8 @@ def main():
             body = read_exact(requests, struct.unpack(">I", header)[0])
             if body is None:
                 return
-            reply = run_cell(json.loads(body), ns)
+            req = json.loads(body)
+            reply = run_cell(req, ns) if req["op"] == "run" else file_op(req)
             data = json.dumps(reply, ensure_ascii=False).encode("utf-8", "replace")
             replies.write(struct.pack(">I", len(data)) + data)
         except KeyboardInterrupt:

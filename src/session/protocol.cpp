@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "common/base64.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun::session {
@@ -65,6 +66,27 @@ bool mime_type(std::string_view t) {
   return part_ok(t.substr(0, slash), "") && part_ok(t.substr(slash + 1), ".+-");
 }
 
+// Depth is bounded while parsing: a deeply nested document must not cost a deep recursion.
+json parse_bounded(std::string_view body) {
+  json j = json::parse(
+      body,
+      [](int depth, json::parse_event_t, json&) {
+        if (static_cast<size_t>(depth) > kMaxDepth) bad("nesting deeper than " + std::to_string(kMaxDepth));
+        return true;
+      },
+      /*allow_exceptions=*/false);
+  if (j.is_discarded()) bad("not JSON (or not UTF-8)");
+  return j;
+}
+
+std::string framed(const json& j) {
+  const std::string body = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  const auto n = static_cast<uint32_t>(body.size());
+  std::string frame{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                    static_cast<char>(n)};
+  return frame + body;
+}
+
 bool base64(std::string_view s) {
   if (s.size() % 4 != 0) return false;
   const size_t pad = s.size() >= 2 && s[s.size() - 1] == '=' ? (s[s.size() - 2] == '=' ? 2 : 1) : 0;
@@ -103,26 +125,93 @@ size_t ReplyLimits::max_frame() const {
                              512 * display_items);
 }
 
-std::string encode_run(uint64_t id, std::string_view code) {
-  const std::string body = json{{"op", "run"}, {"id", id}, {"code", code}}.dump(-1, ' ', false,
-                                                                                 json::error_handler_t::replace);
-  const auto n = static_cast<uint32_t>(body.size());
-  std::string frame{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
-                    static_cast<char>(n)};
-  return frame + body;
+std::string encode_run(uint64_t id, std::string_view code, std::string_view stdin_data) {
+  return framed(json{{"op", "run"}, {"id", id}, {"code", code}, {"stdin", base64_encode(stdin_data)}});
+}
+
+std::string encode_file(FileOp op, uint64_t id, std::string_view path, std::string_view data, uint64_t limit) {
+  json j{{"op", op == FileOp::put ? "put" : op == FileOp::get ? "get" : "ls"}, {"id", id}, {"path", path}};
+  if (op == FileOp::put) j["data"] = base64_encode(data);
+  else j["limit"] = limit;
+  return framed(j);
+}
+
+size_t max_file_frame(FileOp op, uint64_t limit) {
+  constexpr size_t kFixed = 4096 + 6 * 16384;  // keys, id, status, an escaped message
+  if (op == FileOp::get) return kFixed + static_cast<size_t>(limit / 3 * 4 + 4);
+  if (op == FileOp::ls) return kFixed + static_cast<size_t>(limit) * (6 * 4096 + 128);
+  return kFixed;
+}
+
+FileReply parse_file_reply(std::string_view body, uint64_t expected_id, FileOp op, uint64_t limit) {
+  if (body.size() > max_file_frame(op, limit)) bad("a reply of " + std::to_string(body.size()) + " bytes");
+  const json j = parse_bounded(body);
+  if (!j.is_object()) bad("the reply is not an object");
+  const json& id = member(j, "id");
+  if (!id.is_number_unsigned() || id.get<uint64_t>() != expected_id) bad("the reply is not to request " +
+                                                                         std::to_string(expected_id));
+  FileReply r;
+  const std::string status = text(j, "status", 16);
+  if (status == "error") {
+    exact_keys(j, {"id", "status", "message"}, "the reply");
+    r.message = text(j, "message", 16384);
+    return r;
+  }
+  if (status != "ok") bad("status '" + status + "'");
+  r.ok = true;
+  if (op == FileOp::put) {
+    exact_keys(j, {"id", "status"}, "the reply");
+  } else if (op == FileOp::get) {
+    exact_keys(j, {"id", "status", "data"}, "the reply");
+    auto data = base64_decode(text(j, "data", limit / 3 * 4 + 4));
+    if (!data) bad("'data' is not base64");
+    if (data->size() > limit) bad("a file of " + std::to_string(data->size()) + " bytes, over " + std::to_string(limit));
+    r.data = std::move(*data);
+  } else {
+    exact_keys(j, {"id", "status", "files"}, "the reply");
+    const json& files = member(j, "files");
+    if (!files.is_array() || files.size() > limit) bad("'files' is not a list of at most " + std::to_string(limit));
+    for (const json& f : files) {
+      exact_keys(f, {"path", "size", "type"}, "a file");
+      WorkFile w{text(f, "path", 4096), 0, text(f, "type", 8)};
+      const json& size = member(f, "size");
+      if (!size.is_number_unsigned()) bad("a file's 'size' is not a count of bytes");
+      w.size = size.get<uint64_t>();
+      if (w.type != "file" && w.type != "dir" && w.type != "link" && w.type != "other") bad("a file's type '" + w.type + "'");
+      r.files.push_back(std::move(w));
+    }
+  }
+  return r;
+}
+
+void check_work_path(std::string_view path, bool allow_empty) {
+  auto refuse = [&](const std::string& why) {
+    throw Error("the path '" + std::string(path.substr(0, 200)) + "' " + why,
+                "name a file under /work relatively, such as data/in.csv")
+        .as(ErrorKind::usage);
+  };
+  if (path.empty()) {
+    if (!allow_empty) refuse("is empty");
+    return;
+  }
+  if (path.size() > 1024) refuse("is longer than 1024 bytes");
+  if (path.front() == '/') refuse("is absolute; paths are relative to /work");
+  for (const char c : path)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) refuse("holds a control character");
+  size_t at = 0;
+  for (;;) {
+    const size_t slash = path.find('/', at);
+    const std::string_view part = path.substr(at, slash == std::string_view::npos ? std::string_view::npos : slash - at);
+    if (part.empty() || part == "." || part == "..") refuse("has an empty, '.' or '..' part");
+    if (part.size() > 255) refuse("has a part longer than 255 bytes");
+    if (slash == std::string_view::npos) break;
+    at = slash + 1;
+  }
 }
 
 CellOutput parse_reply(std::string_view body, uint64_t expected_id, const ReplyLimits& limits) {
   if (body.size() > limits.max_frame()) bad("a reply of " + std::to_string(body.size()) + " bytes");
-  // Depth is bounded while parsing: a deeply nested document must not cost a deep recursion.
-  const json j = json::parse(
-      body,
-      [](int depth, json::parse_event_t, json&) {
-        if (static_cast<size_t>(depth) > kMaxDepth) bad("nesting deeper than " + std::to_string(kMaxDepth));
-        return true;
-      },
-      /*allow_exceptions=*/false);
-  if (j.is_discarded()) bad("not JSON (or not UTF-8)");
+  const json j = parse_bounded(body);
   exact_keys(j, {"id", "status", "stdout", "stderr", "stdout_truncated", "stderr_truncated", "result", "display",
                  "error"},
              "the reply");

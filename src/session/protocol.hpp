@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sandboxrun/session.hpp"
 
@@ -23,8 +24,31 @@ struct ReplyLimits {
   size_t max_frame() const;
 };
 
-// A request frame: run `code` as cell `id`.
-std::string encode_run(uint64_t id, std::string_view code);
+// A request frame: run `code` as cell `id`, with `stdin` as its standard input.
+std::string encode_run(uint64_t id, std::string_view code, std::string_view stdin_data = {});
+
+// A file request under /work (driver.py): put `data` at `path`; get `path`, at most `limit`
+// bytes; ls under `path` (empty: /work), at most `limit` entries.
+enum class FileOp { put, get, ls };
+std::string encode_file(FileOp op, uint64_t id, std::string_view path, std::string_view data, uint64_t limit);
+
+// A reply to a file request: ok with the file's bytes (get) or the entries (ls), or the
+// sandbox's own message when it could not.
+struct FileReply {
+  bool ok = false;
+  std::string message;
+  std::string data;
+  std::vector<WorkFile> files;
+};
+// Parses it as parse_reply() does a cell's: strictly, bounded by the request's `limit`.
+FileReply parse_file_reply(std::string_view body, uint64_t expected_id, FileOp op, uint64_t limit);
+// The largest frame a reply to such a request can take.
+size_t max_file_frame(FileOp op, uint64_t limit);
+
+// Checks a path under /work as a request may name it: relative, no `.`, `..` or empty part, no
+// NUL or control characters, at most 1024 bytes (parts 255). Throws Error (usage) saying what is
+// wrong. `allow_empty`: "" (all of /work) is accepted.
+void check_work_path(std::string_view path, bool allow_empty);
 
 // Parses a reply body (the JSON, without its length) to cell `expected_id`. Throws Error saying
 // what was wrong with it.
@@ -35,6 +59,7 @@ class FrameReader {
  public:
   explicit FrameReader(size_t max_frame) : max_(max_frame) {}
   void feed(std::string_view bytes) { buf_.append(bytes); }
+  void set_max(size_t max_frame) { max_ = max_frame; }  // for the next frame: a reply's own bound
   // The next whole frame's body, or nullopt until more bytes come. Throws Error for a frame
   // longer than the maximum (before its bytes arrive).
   std::optional<std::string> next();

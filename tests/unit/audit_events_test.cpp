@@ -75,6 +75,9 @@ TEST(AuditEvents, EveryEventRoundTripsWithEveryFieldSet) {
   expect_round_trip(ev::LimitEvent{.run = kCtx, .kind = "pids", .refused_forks = 40});
   expect_round_trip(ev::CellEvent{.run = kCtx, .cell = 2, .level = "BLOCKED", .score = 40, .findings = {},
                                   .refused = false, .override_reason = "reviewed"});
+  expect_round_trip(ev::FilePutEvent{.run = kCtx, .file = {.path = "data/m.py", .size = 3, .sha256 = "ab", .mode = 0644},
+                                     .level = "LOW", .findings = {}, .refused = false, .override_reason = {}});
+  expect_round_trip(ev::FileGetEvent{.run = kCtx, .file = {.path = "out.csv", .size = 9, .sha256 = "cd", .mode = 0}});
   expect_round_trip(ev::CellEndEvent{.run = kCtx, .cell = 2, .status = "error", .duration_ms = 12,
                                      .ename = "ZeroDivisionError"});
   expect_round_trip(ev::NetworkEvent{.run = kCtx, .host = "pypi.org", .port = 443, .address = "192.0.2.1",
@@ -189,6 +192,8 @@ TEST(AuditEvents, TheDocsTablesNameWhatTheTypesDeclare) {
   check(std::string(ev::RunEndEvent::kEvent), declared<ev::RunEndEvent>(true));
   check(std::string(ev::CellEvent::kEvent), declared<ev::CellEvent>(true));
   check(std::string(ev::CellEndEvent::kEvent), declared<ev::CellEndEvent>(true));
+  check(std::string(ev::FilePutEvent::kEvent), declared<ev::FilePutEvent>(true));
+  check(std::string(ev::FileGetEvent::kEvent), declared<ev::FileGetEvent>(true));
   check(std::string(ev::LimitEvent::kEvent), declared<ev::LimitEvent>(true));
   check(std::string(ev::NetworkEvent::kEvent), declared<ev::NetworkEvent>(true));
   check(std::string(ev::DeniedEvent::kEvent), declared<ev::DeniedEvent>(true));
