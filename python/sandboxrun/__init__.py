@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 __all__ = [
     "Sandbox", "RunResult", "Assessment", "Finding", "FileRecord", "AuditReport",
     "SandboxError", "SetupError", "BlockedError", "OverrideRefusedError", "UsageError", "DeadlineError",
+    "Session", "CellResult", "CellError",
 ]
 
 # Exit statuses of `sandboxrun run` that belong to sandboxrun, not to the program (README).
@@ -350,6 +351,26 @@ class Sandbox:
                     proc.stderr.decode("utf-8", "replace").strip() or f"exit status {proc.returncode}")
             return Assessment.from_json(json.loads(proc.stdout.decode().splitlines()[0]))
 
+    def session(self, *, trust: Optional[str] = None, image: Optional[str] = None, timeout: Optional[float] = None,
+                memory: Optional[str] = None, cpus: Optional[float] = None, lifetime: Optional[float] = None,
+                idle_timeout: Optional[float] = None, caller: Optional[str] = None,
+                labels: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None) -> "Session":
+        """Starts a session: one sandboxed interpreter whose cells keep their state (see
+        sandboxrun.session). ``timeout`` bounds each cell; ``lifetime`` and ``idle_timeout`` the
+        session (both may only shorten sandbox.yaml's ``sessions``). Raises SetupError or
+        UsageError when it cannot start."""
+        args = self._common()
+        for opt, val in (("--trust", trust), ("--image", image), ("--timeout", timeout), ("--memory", memory),
+                         ("--cpus", cpus), ("--lifetime", lifetime), ("--idle-timeout", idle_timeout),
+                         ("--caller", caller)):
+            if val is not None:
+                args += [opt, str(val)]
+        for k, v in (labels or {}).items():
+            args += ["--label", f"{k}={v}"]
+        for k, v in (env or {}).items():
+            args += ["--env", f"{k}={v}"]
+        return Session(self.binary, args)
+
     def audit_verify(self) -> AuditReport:
         """Checks the audit log's hash chain; ``ok`` is False when it was tampered with."""
         cmd = [self.binary, "audit", "verify", "--json"]
@@ -364,3 +385,6 @@ class Sandbox:
         except ValueError:
             raise SetupError(proc.stderr.decode("utf-8", "replace").strip() or f"exit status {proc.returncode}")
         return AuditReport(ok=bool(raw.get("ok")) and proc.returncode == 0, records=int(raw.get("records", 0)), raw=raw)
+
+
+from .session import CellError, CellResult, Session  # noqa: E402  (they use the types above)

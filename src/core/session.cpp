@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "session/driver_source.hpp"
@@ -30,6 +31,13 @@ int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pi
 void pidfd_signal(int pidfd, int sig) { ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0); }
 
 // pid 1's children (the driver, and orphans of the cells): what an interrupt goes to.
+// Seconds as people write them: 1, 0.5, 30.
+std::string seconds(double s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
+
 std::vector<pid_t> children_of(pid_t pid1) {
   std::ifstream f("/proc/" + std::to_string(pid1) + "/task/" + std::to_string(pid1) + "/children");
   std::vector<pid_t> out;
@@ -103,7 +111,7 @@ std::string Session::Impl::exchange(const std::string& frame, size_t max_frame) 
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(cell_timeout_s));
     if (auto body = await_frame(deadline, max_frame)) return std::move(*body);
-    throw Error("the session's interpreter did not answer within " + std::to_string(cell_timeout_s) + " s")
+    throw Error("the session's interpreter did not answer within " + seconds(cell_timeout_s) + " s")
         .as(ErrorKind::host);
   } catch (const Error& e) {
     const std::string why = driver_stderr();
@@ -113,7 +121,7 @@ std::string Session::Impl::exchange(const std::string& frame, size_t max_frame) 
 }
 
 std::string Session::Impl::ended_message() const {
-  return idled ? "the session was closed after " + std::to_string(static_cast<int64_t>(idle_timeout_s)) +
+  return idled ? "the session was closed after " + seconds(idle_timeout_s) +
                      " s without a cell (sessions.idle_timeout); open a new one"
                : "the session has ended" + (lost ? ": " + lost_why : std::string()) + "; open a new one";
 }
@@ -341,7 +349,7 @@ CellResult Session::run(const CellRequest& cell) {
       body = si.await_frame(Clock::now() + kInterruptGrace, si.limits.max_frame());
       if (body) {
         cr.status = CellStatus::timeout;
-        cr.message = "the cell ran past its timeout (" + std::to_string(timeout_s) + " s) and was interrupted";
+        cr.message = "the cell ran past its timeout (" + seconds(timeout_s) + " s) and was interrupted";
       } else {
         si.lose("the cell ran past its timeout and did not stop when interrupted; the session was killed");
       }

@@ -126,7 +126,7 @@ TEST(SessionProtocol, FramesSplitAnywhereAndOversizedOnesAreRefusedBeforeTheyArr
     while (auto f = r.next()) bodies.push_back(*f);
   }
   ASSERT_EQ(bodies.size(), 2u);
-  EXPECT_EQ(json::parse(bodies[0]), (json{{"op", "run"}, {"id", 1}, {"code", "x = 1\n"}}));
+  EXPECT_EQ(json::parse(bodies[0]), (json{{"op", "run"}, {"id", 1}, {"code", "x = 1\n"}, {"stdin", ""}}));
   EXPECT_EQ(r.buffered(), 0u);
   FrameReader small(16);
   small.feed(std::string("\x00\x00\x00\x11", 4));  // 17 bytes announced
