@@ -410,10 +410,11 @@ config() {
   "$bin/src/config/sandboxrun_config_bench" 200
 }
 
-# A `1 + 1` cell: the session driver without a sandbox, in a live session, and as a one-shot run.
+# Sessions (scripts/bench_session.py): a `1 + 1` cell against a local interpreter, a one-shot run
+# and docker exec; a plot cell on the science image; 50 idle sessions; 8 at once.
 session() {
-  echo "== session: a '1 + 1' cell timed by its caller, 200 cells (20 one-shot runs)"
-  python3 "$root/scripts/bench_session.py" "$sandboxrun" "$rootfs/usr/bin/python3" "$work" 200
+  echo "== session: a '1 + 1' cell timed by its caller, 200 cells (50 through the CLI, 20 one-shot runs and docker execs)"
+  python3 "$root/scripts/bench_session.py" "$sandboxrun" "$rootfs" "$work" 200
 }
 
 for s in "${sections[@]}"; do "$s"; done

@@ -164,10 +164,11 @@ struct CellEndEvent {
   std::string status{};  // ok | error | timeout | lost
   uint64_t duration_ms = 0;
   std::optional<std::string> ename{};  // the exception it raised, as the driver reported it
+  std::optional<ResourcesRecord> resources{};  // CellResult::resources
   static constexpr auto fields =
       std::tuple{flatten(&CellEndEvent::run), field("cell", &CellEndEvent::cell),
                  field("status", &CellEndEvent::status), field("duration_ms", &CellEndEvent::duration_ms),
-                 field("ename", &CellEndEvent::ename)};
+                 field("ename", &CellEndEvent::ename), field("resources", &CellEndEvent::resources)};
   bool operator==(const CellEndEvent&) const = default;
 };
 

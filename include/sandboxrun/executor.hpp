@@ -180,10 +180,14 @@ struct CellResult {
   std::string message;               // blocked, timeout, lost: what happened, and what to do
   std::optional<uint64_t> audit_seq; // the cell's record
   std::chrono::milliseconds duration{0};
+  // The session's cgroup after the cell, as last sampled (monitoring.interval; none with
+  // monitoring off): cpu_ms the cell's own (between the samples before and after it, so a cell
+  // shorter than the interval may show 0), the peaks and OOM kills the session's so far.
+  std::optional<ResourcesRecord> resources;
 
   // One cell as front ends print it: status, stdout, stderr (and their _truncated), result,
   // display, error (CellOutput's JSON), assessment, message (when there is one), duration_ms,
-  // audit_seq.
+  // resources (or null), audit_seq.
   nlohmann::json to_json() const;
 };
 

@@ -51,6 +51,9 @@ class CellResult:
     assessment: Optional["Assessment"] = None
     message: Optional[str] = None
     duration_ms: int = 0
+    # The session's cgroup after the cell (cpu_ms the cell's own, peaks the session's); None with
+    # monitoring off.
+    resources: Optional[Dict[str, Any]] = None
     audit_seq: Optional[int] = None
     raw: Dict[str, Any] = field(default_factory=dict)
 
@@ -74,6 +77,7 @@ class CellResult:
                    error=CellError(err["ename"], err["evalue"], list(err["traceback"])) if err else None,
                    assessment=Assessment.from_json(j["assessment"]) if j.get("assessment") else None,
                    message=j.get("message"), duration_ms=int(j.get("duration_ms", 0)),
+                   resources=j.get("resources"),
                    audit_seq=j.get("audit_seq"), raw=dict(j))
 
 

@@ -64,6 +64,7 @@ nlohmann::json CellResult::to_json() const {
   j["assessment"] = assessment.to_json();
   if (!message.empty()) j["message"] = message;
   j["duration_ms"] = duration.count();
+  j["resources"] = resources ? nlohmann::json(*resources) : nlohmann::json();
   j["audit_seq"] = audit_seq ? nlohmann::json(*audit_seq) : nlohmann::json();
   return j;
 }
@@ -230,6 +231,11 @@ Session Executor::open_session(const SessionRequest& sr) const {
   req.stdin_fd = si.stdin_read.get();
   req.stdout_fd = si.stdout_write.get();
   req.stderr_fd = si.stderr_write.get();
+  if (im.cfg.monitoring)
+    req.on_sample = [&si](const CgroupUsage& u, milliseconds) {
+      std::lock_guard lock(si.usage_mu);
+      si.usage = u;
+    };
   si.who.run_id = *req.run_id;
   si.who.caller = sr.caller;
   si.who.labels = sr.labels;
@@ -336,6 +342,7 @@ CellResult Session::run(const CellRequest& cell) {
   }
 
   const auto t0 = Clock::now();
+  const std::optional<CgroupUsage> before = si.last_usage();
   const double timeout_s = std::min(cell.timeout_s.value_or(si.cell_timeout_s), si.cell_timeout_s);
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   std::optional<CellOutput> out;
@@ -360,6 +367,10 @@ CellResult Session::run(const CellRequest& cell) {
     si.lose(e.describe() + (why.empty() ? "" : " (" + why.substr(0, 1000) + ")"));
   }
   cr.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - t0);
+  if (const auto after = si.last_usage()) {
+    cr.resources = ResourcesRecord::of(*after);
+    cr.resources->cpu_ms = (after->cpu_usec - (before ? std::min(before->cpu_usec, after->cpu_usec) : 0)) / 1000;
+  }
   if (out) {
     cr.output = std::move(*out);
     if (cr.status != CellStatus::timeout) cr.status = cr.output.status == "ok" ? CellStatus::ok : CellStatus::error;
@@ -371,7 +382,8 @@ CellResult Session::run(const CellRequest& cell) {
   cr.audit_seq = si.ex->append(
       audit::CellEndEvent{.run = {}, .cell = n, .status = to_string(cr.status),
                           .duration_ms = static_cast<uint64_t>(cr.duration.count()),
-                          .ename = cr.output.error ? std::optional(cr.output.error->ename) : std::nullopt},
+                          .ename = cr.output.error ? std::optional(cr.output.error->ename) : std::nullopt,
+                          .resources = cr.resources},
       si.who);
   return cr;
 }

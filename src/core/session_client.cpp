@@ -139,9 +139,16 @@ Client Client::connect(const std::string& id) {
 }
 
 nlohmann::json Client::call(const nlohmann::json& request) {
-  if (!send_frame(fd_.get(), request))
+  // A holder that refuses the connection answers at once and closes: its answer says why.
+  const bool sent = send_frame(fd_.get(), request);
+  std::optional<nlohmann::json> reply;
+  try {
+    reply = recv_frame(fd_.get());
+  } catch (const Error&) {
+    if (sent) throw;
+  }
+  if (!sent && !reply)
     throw Error("session " + id_ + " closed the connection before the request was sent").as(ErrorKind::host);
-  auto reply = recv_frame(fd_.get());
   if (!reply) throw Error("session " + id_ + " ended without a reply", "start a new one").as(ErrorKind::host);
   if (const auto e = reply->find("error"); e != reply->end() && e->is_string()) {
     const auto k = reply->find("kind");

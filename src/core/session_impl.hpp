@@ -94,6 +94,13 @@ struct Session::Impl {
   uint64_t cells = 0;
   uint64_t requests = 0;     // file requests: ids after the cells' (2^32 + n), never equal
   uint64_t input_limit = 0, output_bytes = 0, output_files = 0;
+  // The monitor's last sample of the session's cgroup (monitoring on).
+  std::mutex usage_mu;
+  std::optional<CgroupUsage> usage;
+  std::optional<CgroupUsage> last_usage() {
+    std::lock_guard lock(usage_mu);
+    return usage;
+  }
 
   void kill_sandbox();
   // SIGINT to pid 1's children (the driver, and orphans of the cells): KeyboardInterrupt.

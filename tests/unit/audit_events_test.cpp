@@ -79,7 +79,9 @@ TEST(AuditEvents, EveryEventRoundTripsWithEveryFieldSet) {
                                      .level = "LOW", .findings = {}, .refused = false, .override_reason = {}});
   expect_round_trip(ev::FileGetEvent{.run = kCtx, .file = {.path = "out.csv", .size = 9, .sha256 = "cd", .mode = 0}});
   expect_round_trip(ev::CellEndEvent{.run = kCtx, .cell = 2, .status = "error", .duration_ms = 12,
-                                     .ename = "ZeroDivisionError"});
+                                     .ename = "ZeroDivisionError", .resources = sandboxrun::ResourcesRecord{
+                                         .cpu_ms = 3, .memory_peak_bytes = 4096, .pids_peak = 2, .oom_kills = 0,
+                                         .pids_limit_hits = 0}});
   expect_round_trip(ev::NetworkEvent{.run = kCtx, .host = "pypi.org", .port = 443, .address = "192.0.2.1",
                                      .verdict = "allowed", .reason = "", .bytes_up = 1, .bytes_down = 2});
   expect_round_trip(ev::DeniedEvent{
