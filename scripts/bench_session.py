@@ -40,7 +40,8 @@ def read_frame(f):
 def local_driver(rootfs, work, cells, code="1 + 1", setup=None):
     """The driver in the image, on the host without a sandbox: chroot, the driver bound in."""
     shutil.copy(os.path.join(ROOT, "src", "session", "driver.py"), os.path.join(work, "driver.py"))
-    p = subprocess.Popen(["unshare", "-m", "sh", "-c", f"mount --bind {work} {rootfs}/mnt && cd {rootfs}/mnt && "
+    p = subprocess.Popen(["unshare", "-m", "sh", "-c", f"mount --bind {work} {rootfs}/mnt && mount --rbind /dev {rootfs}/dev && "
+                          f"mount -t tmpfs tmpfs {rootfs}/tmp && mount -t proc proc {rootfs}/proc && "
                           f"exec chroot {rootfs} sh -c 'cd /mnt && exec python3 -I /mnt/driver.py'"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     read_frame(p.stdout)  # ready
@@ -167,7 +168,13 @@ def tree_pss_kib(pid):
 
 
 def leftovers(sandboxrun, ids, pids):
-    alive = [p for p in pids if os.path.exists(f"/proc/{p}")]
+    def running(p):  # a zombie has ended; who reaps it is up to this host's pid 1
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+    alive = [p for p in pids if running(p)]
     listed = json.loads(cli(sandboxrun, "ls", "--json"))
     cgroups = [c for c in glob.glob("/sys/fs/cgroup/*/sandboxrun*/*") + glob.glob("/sys/fs/cgroup/sandboxrun*/*")
                if any(i in c for i in ids)]

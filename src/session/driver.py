@@ -188,11 +188,12 @@ class Capture:
     def __enter__(self):
         self.saved = (os.dup(0), os.dup(1), os.dup(2))
         self.files = (os.memfd_create("stdout"), os.memfd_create("stderr"))
-        stdin = os.memfd_create("stdin")
-        os.write(stdin, self.stdin)
-        os.lseek(stdin, 0, os.SEEK_SET)
-        os.dup2(stdin, 0)
-        os.close(stdin)
+        if self.stdin:  # else fd 0 stays /dev/null
+            stdin = os.memfd_create("stdin")
+            os.write(stdin, self.stdin)
+            os.lseek(stdin, 0, os.SEEK_SET)
+            os.dup2(stdin, 0)
+            os.close(stdin)
         os.dup2(self.files[0], 1)
         os.dup2(self.files[1], 2)
         self.streams = (sys.stdin, sys.stdout, sys.stderr)
