@@ -156,6 +156,7 @@ struct SessionRequest {
   // closed this long after it started, and after this long without a cell.
   std::optional<double> lifetime_s{};
   std::optional<double> idle_timeout_s{};
+  bool svg_figures = false;  // matplotlib figures come back as image/svg+xml too (PNG always)
 };
 
 struct CellRequest {

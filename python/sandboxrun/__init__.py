@@ -354,10 +354,12 @@ class Sandbox:
     def session(self, *, trust: Optional[str] = None, image: Optional[str] = None, timeout: Optional[float] = None,
                 memory: Optional[str] = None, cpus: Optional[float] = None, lifetime: Optional[float] = None,
                 idle_timeout: Optional[float] = None, caller: Optional[str] = None,
-                labels: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None) -> "Session":
+                labels: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None,
+                svg_figures: bool = False) -> "Session":
         """Starts a session: one sandboxed interpreter whose cells keep their state (see
         sandboxrun.session). ``timeout`` bounds each cell; ``lifetime`` and ``idle_timeout`` the
-        session (both may only shorten sandbox.yaml's ``sessions``). Raises SetupError or
+        session (both may only shorten sandbox.yaml's ``sessions``); ``svg_figures``: figures come
+        back as image/svg+xml as well as PNG. Raises SetupError or
         UsageError when it cannot start."""
         args = self._common()
         for opt, val in (("--trust", trust), ("--image", image), ("--timeout", timeout), ("--memory", memory),
@@ -369,6 +371,8 @@ class Sandbox:
             args += ["--label", f"{k}={v}"]
         for k, v in (env or {}).items():
             args += ["--env", f"{k}={v}"]
+        if svg_figures:
+            args.append("--svg-figures")
         return Session(self.binary, args)
 
     def audit_verify(self) -> AuditReport:

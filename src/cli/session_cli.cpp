@@ -27,6 +27,7 @@ void add_session_options(CLI::App& app, SessionOptions& opt) {
   app.add_option("-e,--env", opt.env, "KEY=VALUE in the session's environment (repeatable; names audited)")
       ->allow_extra_args(false);
   app.add_option("--label", opt.labels, "KEY=VALUE recorded with the session (repeatable)")->allow_extra_args(false);
+  app.add_flag("--svg-figures", opt.svg_figures, "matplotlib figures as image/svg+xml too (PNG always)");
 }
 
 std::optional<SessionSetup> session_setup(const SessionOptions& opt) {
@@ -47,6 +48,7 @@ std::optional<SessionSetup> session_setup(const SessionOptions& opt) {
   req.lifetime_s = opt.lifetime;
   req.idle_timeout_s = opt.idle_timeout;
   req.caller = opt.caller;
+  req.svg_figures = opt.svg_figures;
   if (!key_values("--env", opt.env, req.env) || !key_values("--label", opt.labels, req.labels)) return std::nullopt;
   if (opt.config) s.executor.config = *opt.config;
   if (opt.audit_log) s.executor.audit_log = *opt.audit_log;

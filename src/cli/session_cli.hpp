@@ -16,6 +16,7 @@ struct SessionOptions {
   std::optional<std::string> trust, config, audit_log, image, memory, caller;
   std::optional<double> timeout, cpus, lifetime, idle_timeout;
   std::vector<std::string> env, labels;
+  bool svg_figures = false;
 };
 
 // --trust --config --audit-log --image --timeout --memory --cpus --lifetime --idle-timeout

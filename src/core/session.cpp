@@ -224,6 +224,7 @@ Session Executor::open_session(const SessionRequest& sr) const {
   req.env["SANDBOXRUN_SESSION_OUTPUT_LIMIT"] = std::to_string(si.limits.output_bytes);
   req.env["SANDBOXRUN_SESSION_DISPLAY_LIMIT"] = std::to_string(si.limits.display_bytes);
   req.env["SANDBOXRUN_SESSION_DISPLAY_ITEMS"] = std::to_string(si.limits.display_items);
+  if (sr.svg_figures) req.env["SANDBOXRUN_SESSION_SVG_FIGURES"] = "1";
   req.caller = sr.caller;
   req.labels = sr.labels;
   req.run_id = new_run_id();
@@ -365,6 +366,17 @@ CellResult Session::run(const CellRequest& cell) {
   } catch (const Error& e) {
     const std::string why = si.driver_stderr();
     si.lose(e.describe() + (why.empty() ? "" : " (" + why.substr(0, 1000) + ")"));
+    // The monitor's last sample comes once the sandbox has ended (without `mu`, which we hold):
+    // an OOM kill is told as such, from the cgroup's count, not from anything the driver said.
+    const uint64_t ooms_before = before ? before->oom_kills : 0;
+    for (int i = 0; i < 40; ++i) {
+      if (const auto u = si.last_usage(); u && u->oom_kills > ooms_before) {
+        si.lost_why = "the interpreter was killed: out of memory (the session's memory limit; --memory, or the "
+                      "trust level's mem_limit)";
+        break;
+      }
+      std::this_thread::sleep_for(milliseconds(25));
+    }
   }
   cr.duration = std::chrono::duration_cast<milliseconds>(Clock::now() - t0);
   if (const auto after = si.last_usage()) {

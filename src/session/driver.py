@@ -36,6 +36,7 @@ import traceback
 OUTPUT_LIMIT = int(os.environ.pop("SANDBOXRUN_SESSION_OUTPUT_LIMIT", "1048576"))
 DISPLAY_LIMIT = int(os.environ.pop("SANDBOXRUN_SESSION_DISPLAY_LIMIT", "8388608"))
 DISPLAY_ITEMS = int(os.environ.pop("SANDBOXRUN_SESSION_DISPLAY_ITEMS", "100"))
+SVG_FIGURES = os.environ.pop("SANDBOXRUN_SESSION_SVG_FIGURES", "") == "1"
 BINARY_TYPES = ("image/png", "image/jpeg")
 REPR_METHODS = (("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_"),
                 ("text/latex", "_repr_latex_"), ("image/svg+xml", "_repr_svg_"),
@@ -124,12 +125,17 @@ def display(*objs):
 
 
 class Figure:
-    """A matplotlib figure as its PNG (and its text)."""
+    """A matplotlib figure as its PNG, its SVG when the session asked for it, and its text."""
 
     def __init__(self, fig):
         buf = io.BytesIO()
         fig.savefig(buf, format="png", bbox_inches="tight")
         self.png = buf.getvalue()
+        self.svg = None
+        if SVG_FIGURES:
+            buf = io.StringIO()
+            fig.savefig(buf, format="svg", bbox_inches="tight")
+            self.svg = buf.getvalue()
         self.text = repr(fig)
 
     def __repr__(self):
@@ -137,6 +143,9 @@ class Figure:
 
     def _repr_png_(self):
         return self.png
+
+    def _repr_svg_(self):
+        return self.svg
 
 
 def show_figures(*_args, **_kwargs):

@@ -149,5 +149,33 @@ TEST_F(SessionIo, ACellThatRewritesTheDriverLosesTheSessionAndFoolsNothing) {
   EXPECT_EQ(t.run({.code = "2"}).status, CellStatus::lost) << "the real reply to cell 1 is out of turn";
 }
 
+// A BLOCKED cell runs only with an override reason the policy accepts (audited); a cell that
+// the kernel OOM-kills ends the session, which says so from the cgroup's count.
+TEST_F(SessionIo, ABlockedCellRunsOnlyWithAnOverrideAndAnOomKillIsToldAsSuch) {
+  SessionRequest req;
+  req.trust = Trust::untrusted;
+  req.limits.memory_bytes = 64u << 20;
+  req.lifetime_s = 120;
+  Session s = ex.open_session(req);
+  const std::string bomb = "chunks = []\nwhile True:\n    chunks.append(bytearray(8 << 20))\n";
+  auto refused = s.run({.code = bomb});
+  EXPECT_EQ(refused.status, CellStatus::blocked);
+  EXPECT_EQ(refused.assessment.level, RiskLevel::blocked);
+  auto token = s.run({.code = bomb, .override_reason = "ok"});
+  EXPECT_EQ(token.status, CellStatus::blocked) << "a reason the policy refuses";
+  EXPECT_NE(token.message.find("override refused"), std::string::npos) << token.message;
+  auto oom = s.run({.code = bomb, .override_reason = "tests the memory limit of a session"});
+  EXPECT_EQ(oom.status, CellStatus::lost) << oom.message;
+  EXPECT_NE(oom.message.find("out of memory"), std::string::npos) << oom.message;
+  ASSERT_TRUE(oom.resources);
+  EXPECT_GE(oom.resources->oom_kills, 1u);
+  EXPECT_FALSE(s.alive());
+  bool overridden = false;
+  for (const auto& j : audit_records(log))
+    if (j.value("run_id", "") == s.id() && j.value("event", "") == "cell" && j.value("cell", 0) == 3)
+      overridden = j.value("override_reason", "") == "tests the memory limit of a session" && !j.value("refused", true);
+  EXPECT_TRUE(overridden) << "the override is in the cell's record";
+}
+
 }  // namespace
 }  // namespace sandboxrun

@@ -60,7 +60,7 @@ TEST(Repl, FiguresAndDataFramesComeBackAsMimeBundles) {
                 "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\n\n"
                 "plt.figure(); plt.bar([1, 2], [3, 4]); plt.show()\n\n"
                 "import pandas as pd\npd.DataFrame({'a': [1, 2]})\n",
-                "--json --trust trusted --image science");
+                "--json --trust trusted --image science --svg-figures");
   std::istringstream lines(r.out);
   std::vector<nlohmann::json> cells;
   for (std::string line; std::getline(lines, line);) cells.push_back(nlohmann::json::parse(line));
@@ -70,6 +70,7 @@ TEST(Repl, FiguresAndDataFramesComeBackAsMimeBundles) {
     const std::string png = cells[i]["display"][0].value("image/png", "");
     EXPECT_EQ(png.rfind("iVBORw0KGgo", 0), 0u) << "base64 of a PNG signature: " << png.substr(0, 20);
     EXPECT_GT(png.size(), 1000u);
+    EXPECT_NE(cells[i]["display"][0].value("image/svg+xml", "").find("<svg"), std::string::npos) << "--svg-figures";
   }
   EXPECT_NE(cells[2]["result"].value("text/html", "").find("<table"), std::string::npos) << cells[2].dump();
 }
