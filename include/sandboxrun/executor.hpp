@@ -102,6 +102,9 @@ struct RunRequest {
   // Called from the run's monitor loop at each resource sample (every monitoring.interval) and
   // once at the end; may be empty. Set with monitoring.enabled: false, run() throws Error (usage).
   std::function<void(const CgroupUsage&, std::chrono::milliseconds elapsed)> on_sample;
+  // Readable: the caller withdrew the request (an MCP client cancelled it); the run ends as an
+  // interrupted one (error_kind interrupted, exit 143), the sandbox killed. -1: none.
+  int cancel_fd = -1;
   // For a command-line front end only: its argv/environ strings, wiped inside the sandbox's
   // pid 1 so that /proc/1/cmdline shows nothing of the caller.
   char* wipe_begin = nullptr;
@@ -229,6 +232,10 @@ class Session {
   // Ends the session (the interpreter gets EOF; killed if it lingers) and returns the sandbox's
   // run result (run_end is recorded). Later calls return the same.
   const RunResult& close();
+  // KeyboardInterrupt to the cell running now (from another thread; a no-op between cells): it
+  // ends as `timeout`'s interrupted cells do, or the session is lost if it ignores it until the
+  // cell's timeout and grace.
+  void interrupt();
 
  private:
   friend class Executor;

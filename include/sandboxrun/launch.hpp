@@ -88,6 +88,9 @@ struct LaunchRequest {
   // Called once with pid 1's pid (as this process sees it) when the sandbox exists: a session
   // signals its interpreter (pid 1's child) and kills the sandbox through it. May be empty.
   std::function<void(pid_t pid1)> on_started;
+  // Readable (an eventfd written, a pipe closed): the caller withdrew the request; the sandbox
+  // is killed as on SIGTERM (interrupted_by SIGTERM). -1: none.
+  int cancel_fd = -1;
 };
 
 // blocked: the assessor refused the file and nothing was launched.

@@ -27,6 +27,9 @@ int repl_command(const std::vector<std::string>& args);
 // a holder process between commands. Exit: run as repl's; start 0 or 125; the others 0 done,
 // 1 failed (said on stderr), 126 a put refused by the verdict, 2 a usage error.
 int session_command(const std::vector<std::string>& args);
+// `sandboxrun mcp [options]` (args exclude "mcp"): an MCP server on stdio until EOF. Exit: 0, 125
+// when the Executor cannot open, 2 a usage error.
+int mcp_command(const std::vector<std::string>& args, const std::string& version);
 // `sandboxrun assess [--json] [--config-dir DIR | --config PATH] FILE.py...` (args exclude
 // "assess"). Exit: 0 assessed (any level), 2 usage or configuration error, 127 a file missing or
 // unreadable.

@@ -56,6 +56,8 @@ constexpr Command kCommands[] = {
      [](const Invocation& in) { return cli::repl_command(in.args); }},
     {"session", "session start|run|put|get|files|ls|stop ...  (sessions that outlive a command)",
      [](const Invocation& in) { return cli::session_command(in.args); }},
+    {"mcp", "mcp [--trust LEVEL] [--caller WHO]  (a Model Context Protocol server on stdio)",
+     [](const Invocation& in) { return cli::mcp_command(in.args, SANDBOXRUN_VERSION); }},
     {"doctor", "doctor [--config PATH]", [](const Invocation& in) { return cli::doctor_command(in.args); }},
     {"help", "help | --version", [](const Invocation&) { return usage(), 0; }},
 };

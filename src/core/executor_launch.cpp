@@ -45,6 +45,7 @@ void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchR
   launch.stdout_fd = req.stdout_fd;
   launch.stderr_fd = req.stderr_fd;
   launch.on_sample = req.on_sample;
+  launch.cancel_fd = req.cancel_fd;
   launch.wipe_begin = req.wipe_begin;
   launch.wipe_end = req.wipe_end;
   launch.inputs = &req.inputs;

@@ -400,6 +400,11 @@ CellResult Session::run(const CellRequest& cell) {
   return cr;
 }
 
+void Session::interrupt() {
+  // pid1 is set once, before open_session returned; `mu` is held by the running cell.
+  impl_->interrupt();
+}
+
 const RunResult& Session::close() {
   Impl& si = *impl_;
   {

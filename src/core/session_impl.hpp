@@ -86,7 +86,7 @@ struct Session::Impl {
   std::condition_variable started_cv;
   bool started = false, ended = false;
   UniqueFd pid1_fd;
-  pid_t pid1 = 0;
+  std::atomic<pid_t> pid1{0};
   RunResult result;  // the sandbox's, once ended
   bool lost = false;
   std::string lost_why;

@@ -146,6 +146,7 @@ class Monitor {
     if (const int lfd = denied_.poll_fd(Clock::now()); lfd >= 0)
       poll_.add(lfd, POLLIN, [this](short revents) { denied_.handle(revents); });
     poll_.add(signals_.fd(), POLLIN, [this](short) { on_signal(); });
+    if (req_.cancel_fd >= 0 && !cancelled_) poll_.add(req_.cancel_fd, POLLIN, [this](short) { on_cancel(); });
     if (waiting_for_pid1() && fds_.pidfd) poll_.add(fds_.pidfd.get(), POLLIN, [this](short) { pid_ready_ = true; });
   }
 
@@ -208,6 +209,14 @@ class Monitor {
       setup_error_ = "interrupted by signal " + std::to_string(sig) + "; the sandbox was killed";
       kill_sandbox();
     }
+  }
+
+  // The caller withdrew the request (an MCP client's notifications/cancelled): as a SIGTERM.
+  void on_cancel() {
+    cancelled_ = true;
+    killed_by_signal_ = SIGTERM;
+    setup_error_ = "cancelled by the caller; the sandbox was killed";
+    kill_sandbox();
   }
 
   void reap_if_gone() {
@@ -315,6 +324,7 @@ class Monitor {
   Cgroup* const cgroup_;
   RunOutcome& out_;
   const Clock::time_point started_;
+  bool cancelled_ = false;
   const SignalGuard& signals_;
   OutputStream streams_[2]{};
   Clock::time_point deadline_{}, next_sample_{};

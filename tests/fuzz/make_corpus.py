@@ -142,10 +142,29 @@ def session_replies():
         "traceback": ["Traceback (most recent call last):\n", '  File "<cell 1>", line 1, in <module>\n']})))
 
 
+def mcp_messages():
+    # JSON-RPC messages as an MCP client sends them (src/mcp/message.hpp), one per file.
+    msgs = {
+        "initialize.json": {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "c", "version": "1"}}},
+        "initialized.json": {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        "call.json": {"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {
+            "name": "run_python", "arguments": {"code": "print(1)"}, "_meta": {"progressToken": 7}}},
+        "cancelled.json": {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "a"}},
+        "response.json": {"jsonrpc": "2.0", "id": "sandboxrun-elicit-1", "result": {
+            "action": "accept", "content": {"reason": "reviewed"}}},
+        "error.json": {"jsonrpc": "2.0", "id": 3, "error": {"code": -1, "message": "no"}},
+    }
+    for name, m in msgs.items():
+        put("mcp_message", name, json.dumps(m))
+    put("mcp_message", "batch.json", json.dumps([msgs["initialized.json"]]))
+
+
 if __name__ == "__main__":
     shutil.rmtree(OUT, ignore_errors=True)
     for target in ("image_layer", "seccomp_profile", "audit_parser", "net_http", "net_sni", "assess_analyzer",
-                   "session_reply"):
+                   "session_reply", "mcp_message"):
         os.makedirs(os.path.join(OUT, target))
     layers()
     seccomp()
@@ -154,3 +173,4 @@ if __name__ == "__main__":
     sni()
     python_sources()
     session_replies()
+    mcp_messages()

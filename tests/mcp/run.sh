@@ -1,0 +1,9 @@
+#!/bin/sh
+# ctest's Mcp.OfficialSdk: the SDK client tests (tests/mcp/*.test.mjs) with node's test runner.
+# scripts/test.sh installs the pinned SDK first (npm ci); run that here when it is missing.
+set -eu
+here=$(dirname "$0")
+command -v node >/dev/null || { echo "node is missing: apt-get install nodejs npm" >&2; exit 1; }
+[ -d "$here/node_modules/@modelcontextprotocol/sdk" ] ||
+  { echo "the MCP SDK is not installed: npm ci --prefix $here (scripts/test.sh does it)" >&2; exit 1; }
+exec node --test "$here"/*.test.mjs
