@@ -14,6 +14,8 @@
 include(GNUInstallDirs)
 
 install(TARGETS sandboxrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# `sandboxrun mcp --http` runs it from PREFIX/libexec/sandboxrun (src/cli/mcp_command.cpp).
+install(TARGETS sandboxrun-mcp-http RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/sandboxrun)
 
 # One static archive of every module: a service links one library (plus the system libraries
 # pkg-config / the CMake package name) instead of ten.

@@ -8,7 +8,7 @@ log() { printf '\033[1msetup:\033[0m %s\n' "$*" >&2; }
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libseccomp-dev libcap-dev libyaml-cpp-dev libssl-dev
+  libseccomp-dev libcap-dev libyaml-cpp-dev libssl-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev libarchive-dev
   libzstd-dev zlib1g-dev liblzma-dev libbz2-dev nettle-dev libxml2-dev
   mmdebstrap zstd gzip iproute2 python3 python3-pytest clang libclang-rt-14-dev

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sandboxrun/executor.hpp"
 
@@ -22,6 +23,22 @@ struct Options {
   size_t max_kept_outputs = 64u << 20; // output files kept for resources/read, oldest dropped
   std::string version = "0";           // serverInfo.version
 };
+
+// Streamable HTTP (one endpoint, /mcp): POST a message, GET (not offered: 405), DELETE the
+// session. Loopback unless a bearer token guards it.
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 8765;                    // 0: any free port (said on stderr)
+  std::optional<std::string> token{}; // required in `Authorization: Bearer` when set
+  std::vector<std::string> allowed_origins{};  // empty: only http(s)://localhost, 127.0.0.1, [::1]
+};
+
+// Serves clients over Streamable HTTP until SIGINT, SIGTERM or SIGHUP; each MCP session (an
+// Mcp-Session-Id, made at initialize) is one client as on stdio, ended by DELETE or by the
+// server's end. Throws Error when it cannot listen, or would listen beyond loopback without a
+// token. Implemented in the sandboxrun-mcp-http helper (libcpp-httplib), which `sandboxrun
+// mcp --http` runs: the sandboxrun binary itself stays free of libssl and the HTTP library.
+int serve_http(const Executor& executor, const Options& options, const HttpOptions& http);
 
 // Serves one client over stdio: newline-delimited JSON-RPC on `in_fd` / `out_fd` until EOF.
 // Then every run still going is killed and every session closed. Returns 0.

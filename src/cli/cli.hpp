@@ -7,6 +7,14 @@
 #include <string>
 #include <vector>
 
+namespace sandboxrun {
+class Executor;
+namespace mcp {
+struct Options;
+struct HttpOptions;
+}  // namespace mcp
+}  // namespace sandboxrun
+
 namespace sandboxrun::cli {
 
 // `sandboxrun [run] ...`; argv0 wipe range is used to hide the caller's command line from the
@@ -27,9 +35,11 @@ int repl_command(const std::vector<std::string>& args);
 // a holder process between commands. Exit: run as repl's; start 0 or 125; the others 0 done,
 // 1 failed (said on stderr), 126 a put refused by the verdict, 2 a usage error.
 int session_command(const std::vector<std::string>& args);
-// `sandboxrun mcp [options]` (args exclude "mcp"): an MCP server on stdio until EOF. Exit: 0, 125
-// when the Executor cannot open, 2 a usage error.
-int mcp_command(const std::vector<std::string>& args, const std::string& version);
+// `sandboxrun mcp [options]` (args exclude "mcp"): an MCP server on stdio until EOF, or with
+// --http through `http_serve` (the sandboxrun-mcp-http helper's; without it the helper is run).
+// Exit: 0, 125 when the Executor cannot open or the server cannot listen, 2 a usage error.
+using HttpServe = int (*)(const Executor&, const mcp::Options&, const mcp::HttpOptions&);
+int mcp_command(const std::vector<std::string>& args, const std::string& version, HttpServe http_serve = nullptr);
 // `sandboxrun assess [--json] [--config-dir DIR | --config PATH] FILE.py...` (args exclude
 // "assess"). Exit: 0 assessed (any level), 2 usage or configuration error, 127 a file missing or
 // unreadable.

@@ -53,12 +53,19 @@ void Server::shutdown() {
   tools_.close_sessions();
 }
 
+void Server::send(const json& message) {
+  const bool response = message.contains("id") && !message.contains("method");
+  send_(message, response ? message["id"] : Id());
+}
+
+void Server::cancel_request(const Id& id) { cancel(id.dump()); }
+
 void Server::handle(const Message& m) {
   if (const auto* r = std::get_if<Request>(&m)) return on_request(*r);
   if (const auto* n = std::get_if<Notification>(&m)) return on_notification(*n);
   if (const auto* r = std::get_if<Response>(&m)) return on_response(*r);
   const auto& bad = std::get<Invalid>(m);
-  send_(error_message(bad.id, bad.code, bad.message));
+  send(error_message(bad.id, bad.code, bad.message));
 }
 
 json Server::initialize(const json& params) {
@@ -89,32 +96,32 @@ void Server::on_request(const Request& r) {
     const json result = initialize(r.params);
     std::lock_guard lock(mu_);
     initialized_ = true;  // notifications/initialized follows; requests may come before it
-    send_(result_message(r.id, result));
+    send(result_message(r.id, result));
     return;
   }
-  if (r.method == "ping") return send_(result_message(r.id, json::object()));
+  if (r.method == "ping") return send(result_message(r.id, json::object()));
   {
     std::lock_guard lock(mu_);
-    if (!initialized_) return send_(error_message(r.id, code::invalid_request, "send initialize first"));
+    if (!initialized_) return send(error_message(r.id, code::invalid_request, "send initialize first"));
   }
-  if (r.method == "tools/list") return send_(result_message(r.id, tools_.list()));
+  if (r.method == "tools/list") return send(result_message(r.id, tools_.list()));
   if (r.method == "tools/call") return enqueue_call(r);
-  if (r.method == "resources/list") return send_(result_message(r.id, {{"resources", json::array()}}));
+  if (r.method == "resources/list") return send(result_message(r.id, {{"resources", json::array()}}));
   if (r.method == "resources/read") {
     const auto uri = r.params.find("uri");
     if (uri == r.params.end() || !uri->is_string())
-      return send_(error_message(r.id, code::invalid_params, "'uri' is required (a string)"));
-    if (auto res = tools_.read_resource(uri->get<std::string>())) return send_(result_message(r.id, *res));
-    return send_(error_message(r.id, kResourceNotFound, "no such resource (or no longer kept)",
+      return send(error_message(r.id, code::invalid_params, "'uri' is required (a string)"));
+    if (auto res = tools_.read_resource(uri->get<std::string>())) return send(result_message(r.id, *res));
+    return send(error_message(r.id, kResourceNotFound, "no such resource (or no longer kept)",
                                {{"uri", uri->get<std::string>()}}));
   }
   if (r.method == "logging/setLevel") {
     const std::string level = r.params.value("level", "");
     if (std::find(std::begin(kLogLevels), std::end(kLogLevels), level) == std::end(kLogLevels))
-      return send_(error_message(r.id, code::invalid_params, "'level' must be one of debug ... emergency"));
-    return send_(result_message(r.id, json::object()));
+      return send(error_message(r.id, code::invalid_params, "'level' must be one of debug ... emergency"));
+    return send(result_message(r.id, json::object()));
   }
-  send_(error_message(r.id, code::method_not_found, "method not found: " + r.method.substr(0, 100)));
+  send(error_message(r.id, code::method_not_found, "method not found: " + r.method.substr(0, 100)));
 }
 
 void Server::on_notification(const Notification& n) {
@@ -139,7 +146,7 @@ void Server::enqueue_call(const Request& r) {
   call->key = r.id.dump();
   const auto name = r.params.find("name");
   if (name == r.params.end() || !name->is_string())
-    return send_(error_message(r.id, code::invalid_params, "'name' is required (a string)"));
+    return send(error_message(r.id, code::invalid_params, "'name' is required (a string)"));
   call->tool = name->get<std::string>();
   call->args = r.params.value("arguments", json::object());
   if (const auto meta = r.params.find("_meta"); meta != r.params.end() && meta->is_object())
@@ -149,9 +156,9 @@ void Server::enqueue_call(const Request& r) {
   std::lock_guard lock(mu_);
   if (stopping_) return;
   if (calls_.count(call->key))
-    return send_(error_message(r.id, code::invalid_request, "a call with this id is still running"));
+    return send(error_message(r.id, code::invalid_request, "a call with this id is still running"));
   if (queue_.size() >= opt_.max_queued)
-    return send_(error_message(r.id, kServerBusy, "busy: " + std::to_string(queue_.size()) +
+    return send(error_message(r.id, kServerBusy, "busy: " + std::to_string(queue_.size()) +
                                                       " calls are waiting; try again when some have ended"));
   call->ctx.caller = caller_;
   call->ctx.labels = labels_;
@@ -203,7 +210,8 @@ void Server::run_call(Call& call) {
   call.ctx.progress = [this, &call](double progress, const std::string& message) {
     if (call.progress_token.is_null() || call.ctx.cancelled) return;
     send_(notification_message("notifications/progress",
-                               {{"progressToken", call.progress_token}, {"progress", progress}, {"message", message}}));
+                               {{"progressToken", call.progress_token}, {"progress", progress}, {"message", message}}),
+          call.id);
   };
   call.ctx.elicit = [this, &call](const json& params) { return elicit(params, call); };
   json reply;
@@ -214,7 +222,7 @@ void Server::run_call(Call& call) {
   } catch (const std::exception& e) {
     reply = error_message(call.id, code::internal_error, e.what());
   }
-  if (!call.ctx.cancelled) send_(reply);
+  if (!call.ctx.cancelled) send(reply);
 }
 
 std::optional<json> Server::elicit(const json& params, Call& call) {
@@ -226,7 +234,7 @@ std::optional<json> Server::elicit(const json& params, Call& call) {
     const json id = "sandboxrun-elicit-" + std::to_string(++next_ask_);
     key = id.dump();
     answer = asked_[key].get_future();
-    send_(request_message(id, "elicitation/create", params));
+    send_(request_message(id, "elicitation/create", params), call.id);
   }
   const auto until = std::chrono::steady_clock::now() + kElicitTimeout;
   while (answer.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {

@@ -25,13 +25,18 @@ inline constexpr const char* kProtocolVersions[] = {"2025-11-25", "2025-06-18"};
 
 class Server {
  public:
-  using Send = std::function<void(const nlohmann::json&)>;  // must be thread-safe
+  // Must be thread-safe. `related`: the client's request this message belongs to (a response
+  // to it, its progress, a question asked while it runs), null for none; HTTP sends such
+  // messages on that request's stream.
+  using Send = std::function<void(const nlohmann::json& message, const Id& related)>;
   Server(const Executor& executor, const Options& options, Send send, std::string connection_id);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
   void handle(const Message& m);
+  // The client's request `id` was withdrawn another way (its HTTP stream closed).
+  void cancel_request(const Id& id);
   // The client is gone: every call is cancelled (its run killed), the workers end, the
   // sessions close. Idempotent.
   void shutdown();
@@ -47,6 +52,7 @@ class Server {
     CallContext ctx;
   };
 
+  void send(const nlohmann::json& message);  // a response: related to its own id
   void on_request(const Request& r);
   void on_notification(const Notification& n);
   void on_response(const Response& r);

@@ -13,7 +13,7 @@ namespace sandboxrun::mcp {
 int serve_stdio(const Executor& executor, const Options& options, int in_fd, int out_fd) {
   std::mutex out_mu;
   bool out_open = true;
-  auto send = [&](const nlohmann::json& message) {
+  auto send = [&](const nlohmann::json& message, const Id&) {
     const std::string line = serialize(message) + "\n";
     std::lock_guard lock(out_mu);
     if (out_open && !write_all(out_fd, line.data(), line.size())) out_open = false;  // the client went away
@@ -43,7 +43,8 @@ int serve_stdio(const Executor& executor, const Options& options, int in_fd, int
       chunk.remove_prefix(nl + 1);
       if (skipping) {
         send(error_message(nullptr, code::invalid_request,
-                           "a message over " + std::to_string(options.max_message) + " bytes was skipped"));
+                           "a message over " + std::to_string(options.max_message) + " bytes was skipped"),
+             nullptr);
         skipping = false;
       } else if (line.find_first_not_of(" \t\r") != std::string::npos) {
         server.handle(parse_message(line, options.max_message));
