@@ -2,7 +2,7 @@
 # Benchmarks: prints sandboxrun's figures side by side with its peers (bare python3, bwrap, crun,
 # umoci, bandit). Run as root after scripts/setup.sh. Figures on a loaded machine are noisy: run
 # it on a quiet one. Sections: startup, cgroup, parallel, assess, audit, image, network, deps,
-# config, session.
+# config, session, mcp.
 #   scripts/bench.sh [section ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -415,6 +415,13 @@ config() {
 session() {
   echo "== session: a '1 + 1' cell timed by its caller, 200 cells (50 through the CLI, 20 one-shot runs and docker execs)"
   python3 "$root/scripts/bench_session.py" "$sandboxrun" "$rootfs" "$work" 200
+}
+
+# `sandboxrun mcp` (scripts/bench_mcp.py): run_python over stdio against Executor::run, and 8
+# clients over Streamable HTTP.
+mcp() {
+  echo "== mcp: print(1) through MCP against the library, 200 calls; 8 HTTP clients x 100 calls"
+  python3 "$root/scripts/bench_mcp.py" "$sandboxrun" "$bin/src/core/sandboxrun_executor_bench" "$work" 200
 }
 
 for s in "${sections[@]}"; do "$s"; done

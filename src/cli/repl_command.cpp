@@ -48,6 +48,7 @@ int repl_command(const std::vector<std::string>& argv) {
   if (!setup) return exit_code::usage;
   try {
     Executor executor = Executor::open(setup->executor);
+    load_session_inputs(opt, executor, setup->request);
     Session session = executor.open_session(setup->request);
     const bool prompt = !json && ::isatty(0);
     if (prompt) std::cerr << "sandboxrun session " << session.id() << " (an empty line runs a block; Ctrl-D ends)\n";

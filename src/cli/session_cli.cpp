@@ -1,10 +1,15 @@
 #include "session_cli.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "cli.hpp"
 #include "log.hpp"
 #include "sandboxrun/error.hpp"
+#include "sandboxrun/job_io.hpp"
 #include "sandboxrun/size.hpp"
 
 namespace sandboxrun::cli {
@@ -28,6 +33,10 @@ void add_session_options(CLI::App& app, SessionOptions& opt) {
       ->allow_extra_args(false);
   app.add_option("--label", opt.labels, "KEY=VALUE recorded with the session (repeatable)")->allow_extra_args(false);
   app.add_flag("--svg-figures", opt.svg_figures, "matplotlib figures as image/svg+xml too (PNG always)");
+  app.add_option("-I,--input", opt.inputs, "SRC[:NAME] copied into /work before the first cell (repeatable; "
+                                           ".py files are part of the session's code)")
+      ->allow_extra_args(false);
+  app.add_option("--requirements", opt.requirements, "pip requirements file, installed first (cached)");
 }
 
 std::optional<SessionSetup> session_setup(const SessionOptions& opt) {
@@ -50,9 +59,26 @@ std::optional<SessionSetup> session_setup(const SessionOptions& opt) {
   req.caller = opt.caller;
   req.svg_figures = opt.svg_figures;
   if (!key_values("--env", opt.env, req.env) || !key_values("--label", opt.labels, req.labels)) return std::nullopt;
+  if (opt.requirements) {
+    std::ifstream in(*opt.requirements, std::ios::binary);
+    if (!in) {
+      log::error("--requirements {}: {}", *opt.requirements, std::strerror(errno));
+      return std::nullopt;
+    }
+    req.requirements.assign(std::istreambuf_iterator<char>(in), {});
+    req.requirements_origin = *opt.requirements;
+  }
   if (opt.config) s.executor.config = *opt.config;
   if (opt.audit_log) s.executor.audit_log = *opt.audit_log;
   return s;
+}
+
+void load_session_inputs(const SessionOptions& opt, const Executor& executor, SessionRequest& request) {
+  const InputLimits limits{executor.config().input_limit, executor.config().input_files_limit};
+  for (const auto& arg : opt.inputs) {
+    auto [src, name] = parse_input_arg(arg);
+    load_input(src, name, limits, request.inputs);
+  }
 }
 
 namespace {

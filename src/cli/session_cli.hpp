@@ -15,7 +15,8 @@ namespace sandboxrun::cli {
 struct SessionOptions {
   std::optional<std::string> trust, config, audit_log, image, memory, caller;
   std::optional<double> timeout, cpus, lifetime, idle_timeout;
-  std::vector<std::string> env, labels;
+  std::vector<std::string> env, labels, inputs;
+  std::optional<std::string> requirements;
   bool svg_figures = false;
 };
 
@@ -29,6 +30,8 @@ struct SessionSetup {
   ExecutorOptions executor;
 };
 std::optional<SessionSetup> session_setup(const SessionOptions& opt);
+// Reads the --input files into the request, bounded by the executor's input limits. Throws Error.
+void load_session_inputs(const SessionOptions& opt, const Executor& executor, SessionRequest& request);
 
 // A cell as a terminal shows it: its stdout, stderr, display items as text, the trailing value,
 // the traceback, and what happened when it did not run or end.

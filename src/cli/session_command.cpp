@@ -42,7 +42,7 @@ std::string utc_now() {
 // The holder: a new process session, no terminal, signals left to the session's monitor (which
 // kills the sandbox on SIGTERM/SIGINT/SIGHUP, after which the holder ends). Tells the waiting
 // parent on `ready_fd` "ok" (and the info) or what failed.
-[[noreturn]] void become_holder(const SessionSetup& setup, int ready_fd) {
+[[noreturn]] void become_holder(const SessionOptions& opt, SessionSetup setup, int ready_fd) {
   ::setsid();
   if (const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
     // Nothing of the caller's stays open: a caller reading our stdout to its end must not wait
@@ -60,6 +60,7 @@ std::string utc_now() {
   };
   try {
     Executor executor = Executor::open(setup.executor);
+    load_session_inputs(opt, executor, setup.request);
     // Each holder has an Executor of its own: sessions.max and max_per_caller count the
     // sessions in the directory (a start racing another may pass both; the limits are for
     // resources, not security).
@@ -124,7 +125,7 @@ int start(const std::vector<std::string>& argv) {
   }
   if (pid == 0) {
     ::close(pipefd[0]);
-    become_holder(*setup, pipefd[1]);
+    become_holder(opt, *setup, pipefd[1]);
   }
   ::close(pipefd[1]);
   std::string said;

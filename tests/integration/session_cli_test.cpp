@@ -185,6 +185,13 @@ TEST_F(SessionCli, SessionLimitsCountTheSessionsInTheDirectory) {
   start({"--config", cfg, "--caller", "bob", "--idle-timeout", "60"});
 }
 
+// --input as a run's: in /work before the first cell, and part of the session's code.
+TEST_F(SessionCli, InputsAreThereBeforeTheFirstCell) {
+  const std::string mod = d.write("m.py", "def hi():\n    return 'hi from an input'\n");
+  const std::string id = start({"-I", mod + ":lib/m.py", "--idle-timeout", "60"});
+  EXPECT_EQ(cell(id, "import sys\nsys.path.insert(0, 'lib')\nimport m\nm.hi()\n").out, "'hi from an input'\n");
+}
+
 TEST_F(SessionCli, UsageErrorsSayWhat) {
   Exec none = session({"run", "0123456789abcdef", "-"});
   EXPECT_EQ(none.exit_code, 1);
