@@ -7,6 +7,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <iostream>
@@ -23,6 +24,9 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kPath = "/mcp";
+// An MCP session without a request for this long is ended, as a DELETE would (its runs and
+// sandbox sessions with it): a client that vanished without one.
+constexpr auto kIdleSession = std::chrono::hours(1);
 
 // What the server says about one client request, in order; done after its response.
 struct Stream {
@@ -37,7 +41,16 @@ class Conn {
  public:
   Conn(const Executor& ex, const Options& opt, std::string id)
       : server_(ex, opt, [this](const json& m, const Id& related) { deliver(m, related); }, std::move(id)) {}
-  Server& server() { return server_; }
+  Server& server() {
+    last_used_ = std::chrono::steady_clock::now().time_since_epoch().count();
+    return server_;
+  }
+  // No request for this long (and none running): the client is gone without a DELETE.
+  bool idle_for(std::chrono::steady_clock::duration d) const {
+    std::lock_guard lock(mu_);
+    return streams_.empty() &&
+           std::chrono::steady_clock::now().time_since_epoch().count() - last_used_.load() > d.count();
+  }
   std::shared_ptr<Stream> open(const Id& id) {
     auto s = std::make_shared<Stream>();
     std::lock_guard lock(mu_);
@@ -64,8 +77,9 @@ class Conn {
     s->cv.notify_all();
   }
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Stream>> streams_;
+  std::atomic<std::chrono::steady_clock::rep> last_used_{std::chrono::steady_clock::now().time_since_epoch().count()};
   Server server_;  // last: destroyed first, while deliver() still has its streams
 };
 
@@ -230,7 +244,35 @@ int serve_http(const Executor& executor, const Options& opt, const HttpOptions& 
     ::sigwait(&set, &sig);
     svr.stop();
   });
+  // Abandoned MCP sessions: looked for once a minute.
+  std::mutex reap_mu;
+  std::condition_variable reap_cv;
+  bool done = false;
+  std::thread reaper([&] {
+    std::unique_lock lock(reap_mu);
+    while (!reap_cv.wait_for(lock, std::chrono::minutes(1), [&] { return done; })) {
+      std::vector<std::shared_ptr<Conn>> idle;
+      {
+        std::lock_guard conns_lock(conns_mu);
+        for (auto it = conns.begin(); it != conns.end();) {
+          if (it->second->idle_for(kIdleSession)) {
+            idle.push_back(it->second);
+            it = conns.erase(it);
+          } else {
+            ++it;
+          }
+        }
+      }
+      for (auto& c : idle) c->server().shutdown();
+    }
+  });
   svr.listen_after_bind();
+  {
+    std::lock_guard lock(reap_mu);
+    done = true;
+  }
+  reap_cv.notify_all();
+  reaper.join();
   if (stopper.joinable()) {
     ::pthread_kill(stopper.native_handle(), SIGTERM);  // a stop that came from elsewhere
     stopper.join();
