@@ -36,10 +36,20 @@ before(async () => {
   });
 });
 after(async () => {
-  server.kill("SIGTERM");
-  await new Promise((res) => server.on("exit", res));
+  await stop(server);
   rmSync(dir, { recursive: true, force: true });
 });
+
+// SIGTERM ends the server; one taken by a run's monitor instead (docs/mcp.md) is sent again.
+async function stop(child) {
+  for (const sig of ["SIGTERM", "SIGTERM", "SIGKILL"]) {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill(sig);
+    const exited = await Promise.race([new Promise((res) => child.once("exit", () => res(true))),
+                                       new Promise((res) => setTimeout(() => res(false), 5000))]);
+    if (exited) return;
+  }
+}
 
 async function connect({ elicit, token = TOKEN } = {}) {
   const client = new Client({ name: "sandboxrun-http-test", version: "1.0.0" },
@@ -59,6 +69,7 @@ test("runs, sessions and an elicitation over HTTP", async () => {
   assert.equal(y.structuredContent.result["text/plain"], "1024");
   const o = await c.callTool({ name: "run_python", arguments: { code: REVERSE_SHELL } });
   assert.notEqual(o.structuredContent.status, "blocked", "the elicited reason overrode it");
+  await c.callTool({ name: "session_stop", arguments: { session_id: id } });
   await c.close();
 });
 

@@ -28,6 +28,7 @@ async function exercise(transport) {
   await c.callTool({ name: "session_run", arguments: { session_id: id, code: "z = [1, 2, 3]" } });
   const z = await c.callTool({ name: "session_run", arguments: { session_id: id, code: "len(z)" } });
   assert.equal(z.structuredContent.result["text/plain"], "3");
+  await c.callTool({ name: "session_stop", arguments: { session_id: id } });
   await c.close();
 }
 
@@ -51,6 +52,11 @@ test("over Streamable HTTP", async () => {
   try {
     await exercise(new StreamableHTTPClientTransport(url));
   } finally {
-    server.kill("SIGTERM");
+    // SIGTERM ends the server; one taken by a run's monitor instead (docs/mcp.md) is sent again.
+    for (const sig of ["SIGTERM", "SIGTERM", "SIGKILL"]) {
+      if (server.exitCode !== null || server.signalCode !== null) break;
+      server.kill(sig);
+      await Promise.race([new Promise((res) => server.once("exit", res)), new Promise((res) => setTimeout(res, 5000))]);
+    }
   }
 });
