@@ -33,9 +33,10 @@ fi
 
 log "building build/sandboxrun"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-# The command and the library archive (what `cmake --install build` installs); the tests and
+# The command, its MCP-over-HTTP helper and the library archive (what `cmake --install build`
+# installs); the tests and
 # benchmarks are built by scripts/test.sh.
-cmake --build build -j"$(nproc)" --target sandboxrun sandboxrun_archive
+cmake --build build -j"$(nproc)" --target sandboxrun sandboxrun-mcp-http sandboxrun_archive
 
 log "default image (rootfs/default)"
 SANDBOXRUN="$PWD/build/sandboxrun" scripts/build-image.sh
