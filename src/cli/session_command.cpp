@@ -19,6 +19,7 @@
 #include "log.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/session_holder.hpp"
+#include "sandboxrun/session_limits.hpp"
 #include "session_cli.hpp"
 
 namespace sandboxrun::cli {
@@ -64,22 +65,12 @@ std::string utc_now() {
     // Each holder has an Executor of its own: sessions.max and max_per_caller count the
     // sessions in the directory (a start racing another may pass both; the limits are for
     // resources, not security).
-    const SessionSettings& limits = executor.config().sessions;
     const auto open = holder::list_sessions();
     const auto mine = std::count_if(open.begin(), open.end(), [&](const holder::SessionInfo& i) {
       return i.caller == setup.request.caller;
     });
-    if (open.size() >= limits.max)
-      throw Error(std::to_string(open.size()) + " sessions are open, sessions.max in " +
-                      executor.config().file.string() + " allows " + std::to_string(limits.max),
-                  "stop one (`sandboxrun session ls`), or raise sessions.max")
-          .as(ErrorKind::limits);
-    if (static_cast<size_t>(mine) >= limits.max_per_caller)
-      throw Error(std::to_string(mine) + " sessions are open for " + setup.request.caller.value_or("callers without --caller") +
-                      ", sessions.max_per_caller in " + executor.config().file.string() + " allows " +
-                      std::to_string(limits.max_per_caller),
-                  "stop one (`sandboxrun session ls`), or raise sessions.max_per_caller")
-          .as(ErrorKind::limits);
+    check_session_limits(executor.config(), open.size(), static_cast<size_t>(mine),
+                         setup.request.caller.value_or(""), "stop one (`sandboxrun session ls`)");
     Session session = executor.open_session(setup.request);
     holder::SessionInfo info{.session_id = session.id(), .pid = ::getpid(), .uid = ::geteuid(),
                              .trust = setup.request.trust ? to_string(*setup.request.trust)

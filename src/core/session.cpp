@@ -30,7 +30,6 @@ constexpr milliseconds kStartTimeout{60000};
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 void pidfd_signal(int pidfd, int sig) { ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0); }
 
-// pid 1's children (the driver, and orphans of the cells): what an interrupt goes to.
 // Seconds as people write them: 1, 0.5, 30.
 std::string seconds(double s) {
   std::ostringstream out;
@@ -38,6 +37,7 @@ std::string seconds(double s) {
   return out.str();
 }
 
+// pid 1's children (the driver, and orphans of the cells): what an interrupt goes to.
 std::vector<pid_t> children_of(pid_t pid1) {
   std::ifstream f("/proc/" + std::to_string(pid1) + "/task/" + std::to_string(pid1) + "/children");
   std::vector<pid_t> out;

@@ -11,6 +11,7 @@
 
 #include "executor_impl.hpp"
 #include "sandboxrun/executor.hpp"
+#include "sandboxrun/session_limits.hpp"
 #include "session/protocol.hpp"
 
 namespace sandboxrun {
@@ -25,19 +26,8 @@ struct Session::Impl {
     Slot() = default;
     Slot(const Executor::Impl& ex, const std::string& caller) : ex_(&ex), caller_(caller) {
       std::lock_guard lock(ex.sessions_mu);
-      const SessionSettings& cfg = ex.cfg.sessions;
-      if (ex.sessions_open >= cfg.max)
-        throw Error(std::to_string(ex.sessions_open) + " sessions are open, sessions.max in " + ex.cfg.file.string() +
-                        " allows " + std::to_string(cfg.max),
-                    "close one, or raise sessions.max")
-            .as(ErrorKind::limits);
       size_t& mine = ex.sessions_by_caller[caller];
-      if (mine >= cfg.max_per_caller)
-        throw Error(std::to_string(mine) + " sessions are open for " + (caller.empty() ? "callers without --caller" : caller) +
-                        ", sessions.max_per_caller in " + ex.cfg.file.string() + " allows " +
-                        std::to_string(cfg.max_per_caller),
-                    "close one, or raise sessions.max_per_caller")
-            .as(ErrorKind::limits);
+      check_session_limits(ex.cfg, ex.sessions_open, mine, caller, "close one");
       ++mine;
       ++ex.sessions_open;
     }
