@@ -5,28 +5,15 @@
 
 #include <string>
 
-#include "harness.hpp"
+#include "session_fixture.hpp"
 #include "sandboxrun/executor.hpp"
 
 using sandboxrun::testing::audit_records;
-using sandboxrun::testing::TempDir;
-using sandboxrun::testing::write_config;
 
 namespace sandboxrun {
 namespace {
 
-struct SessionIo : ::testing::Test {
-  TempDir d;
-  std::string log = d.path() + "/audit.log";
-  Executor ex = Executor::open({.config = write_config(d), .audit_log = log});
-  Session open(Trust t = Trust::untrusted) {
-    SessionRequest req;
-    req.trust = t;
-    req.lifetime_s = 120;
-    req.idle_timeout_s = 120;
-    return ex.open_session(req);
-  }
-};
+using SessionIo = sandboxrun::testing::SessionFixture;
 
 std::string plain(const CellResult& c) { return c.output.result ? c.output.result->at("text/plain") : "(none)"; }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "harness.hpp"
+#include "session_fixture.hpp"
 #include "sandboxrun/executor.hpp"
 
 using sandboxrun::testing::audit_records;
@@ -17,18 +17,7 @@ using sandboxrun::testing::write_config;
 namespace sandboxrun {
 namespace {
 
-struct ExecutorSession : ::testing::Test {
-  TempDir d;
-  std::string log = d.path() + "/audit.log";
-  Executor ex = Executor::open({.config = write_config(d), .audit_log = log});
-  Session open(Trust t = Trust::untrusted) {
-    SessionRequest req;
-    req.trust = t;
-    req.lifetime_s = 120;  // a hang shows as a lost session, not a hung test
-    req.idle_timeout_s = 120;
-    return ex.open_session(req);
-  }
-};
+using ExecutorSession = sandboxrun::testing::SessionFixture;
 
 std::string plain(const CellResult& c) { return c.output.result ? c.output.result->at("text/plain") : "(none)"; }
 

@@ -2,7 +2,6 @@
 // StreamableHTTPClientTransport: sessions per client, runs, an elicitation round trip on the
 // call's stream, cancel, 8 clients at once; the token, the Origin and the session id enforced.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +10,8 @@ import { after, before, test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+
+import { startHttpServer, stopHttpServer } from "./http_server.mjs";
 
 const BIN = process.env.SANDBOXRUN_BIN;
 const CONFIG = process.env.SANDBOXRUN_CONFIG;
@@ -23,33 +24,13 @@ const REVERSE_SHELL = 'import socket,subprocess,os\ns=socket.socket()\ns.connect
 
 let server, url;
 before(async () => {
-  server = spawn(BIN, ["mcp", "--http", "127.0.0.1:0", "--token-file", join(dir, "token"), "--trust", "untrusted",
-                       "--config", CONFIG, "--audit-log", LOG], { stdio: ["ignore", "ignore", "pipe"] });
-  url = await new Promise((res, rej) => {
-    let err = "";
-    server.stderr.on("data", (d) => {
-      err += d;
-      const m = err.match(/listening on (http:\/\/\S+)/);
-      if (m) res(new URL(m[1]));
-    });
-    server.on("exit", (code) => rej(new Error(`server exited ${code}: ${err}`)));
-  });
+  ({ server, url } = await startHttpServer(BIN, ["--token-file", join(dir, "token"), "--trust", "untrusted",
+                                                  "--config", CONFIG, "--audit-log", LOG]));
 });
 after(async () => {
-  await stop(server);
+  await stopHttpServer(server);
   rmSync(dir, { recursive: true, force: true });
 });
-
-// SIGTERM ends the server; one taken by a run's monitor instead (docs/mcp.md) is sent again.
-async function stop(child) {
-  for (const sig of ["SIGTERM", "SIGTERM", "SIGKILL"]) {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill(sig);
-    const exited = await Promise.race([new Promise((res) => child.once("exit", () => res(true))),
-                                       new Promise((res) => setTimeout(() => res(false), 5000))]);
-    if (exited) return;
-  }
-}
 
 async function connect({ elicit, token = TOKEN } = {}) {
   const client = new Client({ name: "sandboxrun-http-test", version: "1.0.0" },

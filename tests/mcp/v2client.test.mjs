@@ -2,7 +2,6 @@
 // one MCP Inspector 2 is built on) as a client of `sandboxrun mcp`, over stdio and over HTTP:
 // it negotiates 2025-11-25 with us, lists the tools, runs code and a session.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +9,8 @@ import { after, test } from "node:test";
 
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+
+import { startHttpServer, stopHttpServer } from "./http_server.mjs";
 
 const BIN = process.env.SANDBOXRUN_BIN;
 const CONFIG = process.env.SANDBOXRUN_CONFIG;
@@ -38,25 +39,10 @@ test("over stdio", async () => {
 });
 
 test("over Streamable HTTP", async () => {
-  const server = spawn(BIN, ["mcp", "--http", "127.0.0.1:0", "--config", CONFIG, "--audit-log", LOG],
-                       { stdio: ["ignore", "ignore", "pipe"] });
-  const url = await new Promise((res, rej) => {
-    let err = "";
-    server.stderr.on("data", (d) => {
-      err += d;
-      const m = err.match(/listening on (http:\/\/\S+)/);
-      if (m) res(new URL(m[1]));
-    });
-    server.on("exit", (code) => rej(new Error(`server exited ${code}: ${err}`)));
-  });
+  const { server, url } = await startHttpServer(BIN, ["--config", CONFIG, "--audit-log", LOG]);
   try {
     await exercise(new StreamableHTTPClientTransport(url));
   } finally {
-    // SIGTERM ends the server; one taken by a run's monitor instead (docs/mcp.md) is sent again.
-    for (const sig of ["SIGTERM", "SIGTERM", "SIGKILL"]) {
-      if (server.exitCode !== null || server.signalCode !== null) break;
-      server.kill(sig);
-      await Promise.race([new Promise((res) => server.once("exit", res)), new Promise((res) => setTimeout(res, 5000))]);
-    }
+    await stopHttpServer(server);
   }
 });
