@@ -13,6 +13,7 @@
 
 #include "common/base64.hpp"
 #include "holder_wire.hpp"
+#include "session/protocol.hpp"
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/session_holder.hpp"
 
@@ -71,11 +72,15 @@ std::filesystem::path sessions_dir() {
 }
 
 bool send_frame(int fd, const nlohmann::json& j) {
-  const std::string body = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  const auto n = static_cast<uint32_t>(body.size());
-  const unsigned char head[4] = {static_cast<unsigned char>(n >> 24), static_cast<unsigned char>(n >> 16),
-                                 static_cast<unsigned char>(n >> 8), static_cast<unsigned char>(n)};
-  return ::send(fd, head, 4, MSG_NOSIGNAL) == 4 && write_all(fd, body.data(), body.size());
+  const std::string frame = session::framed(j);
+  // MSG_NOSIGNAL: a client that went away is an EPIPE here, not a SIGPIPE for the holder.
+  for (size_t done = 0; done < frame.size();) {
+    const ssize_t n = ::send(fd, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 std::optional<nlohmann::json> recv_frame(int fd) {

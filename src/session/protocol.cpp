@@ -79,14 +79,6 @@ json parse_bounded(std::string_view body) {
   return j;
 }
 
-std::string framed(const json& j) {
-  const std::string body = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  const auto n = static_cast<uint32_t>(body.size());
-  std::string frame{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
-                    static_cast<char>(n)};
-  return frame + body;
-}
-
 bool base64(std::string_view s) {
   if (s.size() % 4 != 0) return false;
   const size_t pad = s.size() >= 2 && s[s.size() - 1] == '=' ? (s[s.size() - 2] == '=' ? 2 : 1) : 0;
@@ -117,6 +109,14 @@ MimeBundle bundle(const json& j, const char* what, uint64_t& budget) {
 }
 
 }  // namespace
+
+std::string framed(const json& j) {
+  const std::string body = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  const auto n = static_cast<uint32_t>(body.size());
+  std::string frame{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                    static_cast<char>(n)};
+  return frame + body;
+}
 
 size_t ReplyLimits::max_frame() const {
   // JSON escapes a byte in at most 6 (\u00XX); the traceback and the keys are bounded apart.

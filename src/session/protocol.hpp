@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sandboxrun/session.hpp"
 
 namespace sandboxrun::session {
@@ -23,6 +25,10 @@ struct ReplyLimits {
   // The largest frame such a reply can take (JSON escaping included): longer is an Error.
   size_t max_frame() const;
 };
+
+// One frame: the 4-byte big-endian length, then `j` as JSON (invalid UTF-8 replaced). The
+// session holder's socket (session_holder.hpp) uses the same frames.
+std::string framed(const nlohmann::json& j);
 
 // A request frame: run `code` as cell `id`, with `stdin` as its standard input.
 std::string encode_run(uint64_t id, std::string_view code, std::string_view stdin_data = {});
