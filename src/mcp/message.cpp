@@ -33,7 +33,7 @@ Message parse_message(std::string_view text, size_t max_bytes) {
     if (!valid_id(*it)) return Invalid{nullptr, code::invalid_request, "'id' must be a string or an integer"};
     id = *it;
   }
-  if (j.value("jsonrpc", "") != "2.0") return Invalid{id, code::invalid_request, "'jsonrpc' must be \"2.0\""};
+  if (text_field(j, "jsonrpc") != "2.0") return Invalid{id, code::invalid_request, "'jsonrpc' must be \"2.0\""};
   const auto method = j.find("method");
   if (method == j.end()) {
     const auto result = j.find("result");
@@ -56,6 +56,18 @@ Message parse_message(std::string_view text, size_t max_bytes) {
   }
   if (j.contains("id")) return Request{id, method->get<std::string>(), std::move(params)};
   return Notification{method->get<std::string>(), std::move(params)};
+}
+
+std::string text_field(const json& obj, const char* key, std::string fallback) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+json object_field(const json& obj, const char* key) {
+  if (!obj.is_object()) return json::object();
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_object() ? *it : json::object();
 }
 
 json result_message(const Id& id, json result) {

@@ -61,6 +61,11 @@ nlohmann::json error_message(const Id& id, int code, const std::string& message,
 nlohmann::json notification_message(const std::string& method, nlohmann::json params);
 nlohmann::json request_message(const Id& id, const std::string& method, nlohmann::json params);
 
+// A client's field read without trusting its type (nlohmann's value() throws on a mismatch):
+// `fallback` when `obj` is not an object, lacks `key`, or holds something else there.
+std::string text_field(const nlohmann::json& obj, const char* key, std::string fallback = {});
+nlohmann::json object_field(const nlohmann::json& obj, const char* key);  // {} unless an object
+
 // One line of JSON (invalid UTF-8 replaced), without the newline.
 std::string serialize(const nlohmann::json& message);
 

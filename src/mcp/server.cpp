@@ -61,26 +61,39 @@ void Server::send(const json& message) {
 void Server::cancel_request(const Id& id) { cancel(id.dump()); }
 
 void Server::handle(const Message& m) {
-  if (const auto* r = std::get_if<Request>(&m)) return on_request(*r);
-  if (const auto* n = std::get_if<Notification>(&m)) return on_notification(*n);
+  // A reader that missed a type check must cost the client one error reply, not the server.
+  if (const auto* r = std::get_if<Request>(&m)) {
+    try {
+      return on_request(*r);
+    } catch (const std::exception& e) {
+      return send(error_message(r->id, code::internal_error, std::string("internal error: ") + e.what()));
+    }
+  }
+  if (const auto* n = std::get_if<Notification>(&m)) {
+    try {
+      return on_notification(*n);
+    } catch (const std::exception&) {
+      return;  // a notification gets no reply
+    }
+  }
   if (const auto* r = std::get_if<Response>(&m)) return on_response(*r);
   const auto& bad = std::get<Invalid>(m);
   send(error_message(bad.id, bad.code, bad.message));
 }
 
 json Server::initialize(const json& params) {
-  const std::string asked = params.value("protocolVersion", "");
+  const std::string asked = text_field(params, "protocolVersion");
   std::string chosen = kProtocolVersions[0];
   for (const char* v : kProtocolVersions)
     if (asked == v) chosen = v;
-  const json info = params.value("clientInfo", json::object());
-  const std::string client = printable(info.value("name", "unknown"), 64) + " " + printable(info.value("version", "?"), 32);
+  const json info = object_field(params, "clientInfo");
+  const std::string client = printable(text_field(info, "name", "unknown"), 64) + " " + printable(text_field(info, "version", "?"), 32);
   {
     std::lock_guard lock(mu_);
     protocol_ = chosen;
-    can_elicit_ = params.value("capabilities", json::object()).contains("elicitation");
+    can_elicit_ = object_field(params, "capabilities").contains("elicitation");
     labels_["mcp.client"] = client;
-    caller_ = opt_.caller ? opt_.caller : std::optional<std::string>("mcp:" + printable(info.value("name", "unknown"), 64));
+    caller_ = opt_.caller ? opt_.caller : std::optional<std::string>("mcp:" + printable(text_field(info, "name", "unknown"), 64));
   }
   return {{"protocolVersion", chosen},
           {"capabilities", {{"tools", {{"listChanged", false}}}, {"resources", json::object()}, {"logging", json::object()}}},
@@ -116,7 +129,7 @@ void Server::on_request(const Request& r) {
                                {{"uri", uri->get<std::string>()}}));
   }
   if (r.method == "logging/setLevel") {
-    const std::string level = r.params.value("level", "");
+    const std::string level = text_field(r.params, "level");
     if (std::find(std::begin(kLogLevels), std::end(kLogLevels), level) == std::end(kLogLevels))
       return send(error_message(r.id, code::invalid_params, "'level' must be one of debug ... emergency"));
     return send(result_message(r.id, json::object()));
@@ -148,7 +161,9 @@ void Server::enqueue_call(const Request& r) {
   if (name == r.params.end() || !name->is_string())
     return send(error_message(r.id, code::invalid_params, "'name' is required (a string)"));
   call->tool = name->get<std::string>();
-  call->args = r.params.value("arguments", json::object());
+  call->args = r.params.contains("arguments") ? r.params["arguments"] : json::object();
+  if (!call->args.is_object())
+    return send(error_message(r.id, code::invalid_params, "'arguments' must be an object"));
   if (const auto meta = r.params.find("_meta"); meta != r.params.end() && meta->is_object())
     call->progress_token = meta->value("progressToken", json());
   call->cancel.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

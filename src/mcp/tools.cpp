@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/base64.hpp"
+#include "mcp/message.hpp"
 
 namespace sandboxrun::mcp {
 
@@ -205,7 +206,7 @@ std::optional<std::string> Tools::ask_override(const Assessment& a, const std::s
                                     {"description", "why this code may run anyway (audited)"}, {"minLength", 4}}}}},
         {"required", {"reason"}}}}};
   const auto answer = ctx.elicit(params);
-  if (!answer || answer->value("action", "") != "accept") return std::nullopt;
+  if (!answer || text_field(*answer, "action") != "accept") return std::nullopt;
   const auto content = answer->find("content");
   if (content == answer->end() || !content->is_object() || !(*content)["reason"].is_string()) return std::nullopt;
   return (*content)["reason"].get<std::string>();

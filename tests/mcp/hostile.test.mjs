@@ -66,6 +66,16 @@ test("bad messages get JSON-RPC errors and the server goes on", async () => {
   s.send({ jsonrpc: "2.0", id: 6, method: "tools/call",
            params: { name: "run_python", arguments: { code: "#" + "x".repeat(20 << 20) } } });
   assert.match((await s.next((r) => r.id === null && /skipped/.test(r.error.message))).error.message, /16777216/);
+  // Fields of the wrong type: each an error reply (or ignored), never the end of the server.
+  s.send('{"jsonrpc": {"t": {"reason": "reviewed"}}}');
+  assert.equal((await s.next((r) => r.id === null && r.error.code === -32600)).error.code, -32600);
+  s.send({ jsonrpc: "2.0", id: 8, method: "initialize", params: { protocolVersion: 5, clientInfo: "x", capabilities: [] } });
+  assert.equal((await s.next((r) => r.id === 8)).result.serverInfo.name, "sandboxrun");
+  s.send({ jsonrpc: "2.0", id: 9, method: "logging/setLevel", params: { level: { deep: true } } });
+  assert.equal((await s.next((r) => r.id === 9)).error.code, -32602);
+  s.send({ jsonrpc: "2.0", id: 10, method: "tools/call", params: { name: "run_python", arguments: "print(1)" } });
+  assert.equal((await s.next((r) => r.id === 10)).error.code, -32602);
+  s.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: { x: 1 } } });
   s.send({ jsonrpc: "2.0", id: 7, method: "ping" });
   assert.deepEqual((await s.next((r) => r.id === 7)).result, {});
   s.p.stdin.end();

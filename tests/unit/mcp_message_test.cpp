@@ -47,6 +47,21 @@ TEST(McpMessage, MalformedMessagesGetTheirJsonRpcCodes) {
   EXPECT_EQ(invalid(R"({"jsonrpc":"2.0","id":1})").code, code::invalid_request) << "neither result nor error";
   EXPECT_EQ(invalid(R"({"jsonrpc":"2.0","id":1,"result":1,"error":{}})").code, code::invalid_request);
   EXPECT_EQ(invalid(std::string(5000, ' '), 4096).code, code::invalid_request) << "over the cap";
+  // Found by the fuzzer: a field of the wrong type is an invalid request, never an exception.
+  EXPECT_EQ(invalid(R"({"jsonrpc": {"t": {"reason": "reviewed"}}})").code, code::invalid_request);
+  EXPECT_EQ(invalid(R"({"jsonrpc":2,"id":1,"method":"ping"})").id, 1);
+}
+
+TEST(McpMessage, FieldsAreReadWithoutTrustingTheirType) {
+  const auto j = nlohmann::json::parse(R"({"s":"x","n":5,"o":{"a":1},"a":[1]})");
+  EXPECT_EQ(text_field(j, "s"), "x");
+  EXPECT_EQ(text_field(j, "n", "dflt"), "dflt");
+  EXPECT_EQ(text_field(j, "missing", "dflt"), "dflt");
+  EXPECT_EQ(text_field(nlohmann::json::array(), "s", "dflt"), "dflt");
+  EXPECT_EQ(object_field(j, "o")["a"], 1);
+  EXPECT_TRUE(object_field(j, "a").empty());
+  EXPECT_TRUE(object_field(j, "s").is_object());
+  EXPECT_TRUE(object_field(nlohmann::json(3), "o").is_object());
 }
 
 TEST(McpMessage, RepliesAreOneLineOfJson) {
