@@ -2,7 +2,7 @@
 // Prints medians: Executor::open, a whole run() (wall), and the launcher's phases; --samples
 // appends every run's wall time (ms, one a line) to PATH, for a caller that pools rounds.
 // --warm: the Executor keeps a sandbox set up ahead for the next run (ExecutorOptions::warm).
-//   sandboxrun_executor_bench [--config DIR] [--audit-log PATH] [--runs N] [--samples PATH] [--warm] FILE.py
+//   sandboxrun_executor_bench [--config DIR] [--audit-log PATH] [--runs N] [--samples PATH] [--warm] [--output DIR] FILE.py
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,16 +32,18 @@ int main(int argc, char** argv) {
   int runs = 30;
   const char* file = nullptr;
   const char* samples = nullptr;
+  const char* output = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--config") && i + 1 < argc) options.config = argv[++i];
     else if (!std::strcmp(argv[i], "--audit-log") && i + 1 < argc) options.audit_log = argv[++i];
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--samples") && i + 1 < argc) samples = argv[++i];
     else if (!std::strcmp(argv[i], "--warm")) options.warm = true;
+    else if (!std::strcmp(argv[i], "--output") && i + 1 < argc) output = argv[++i];
     else file = argv[i];
   }
   if (!file || runs < 1) {
-    std::fprintf(stderr, "usage: %s [--config DIR] [--audit-log PATH] [--runs N] [--samples PATH] [--warm] FILE.py\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--config DIR] [--audit-log PATH] [--runs N] [--samples PATH] [--warm] [--output DIR] FILE.py\n", argv[0]);
     return 2;
   }
   std::ifstream in(file);
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
     sandboxrun::RunRequest req;
     req.code = code.str();
     req.name = "bench.py";
+    if (output) req.output_dir = output;  // what run_python asks for: /work's files come back
     std::vector<double> wall, prepare, cgroup, spawn, run, teardown;
     int failures = 0, prepared = 0;
     for (int i = 0; i < runs + 2; ++i) {

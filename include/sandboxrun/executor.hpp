@@ -51,13 +51,18 @@ struct ExecutorOptions {
   bool single_run = false;
   // A service: keep one sandbox set up ahead for the next run (cgroup, namespaces, filesystem,
   // made on a thread of the Executor's while the current run goes on). A run that fits it (the
-  // default image, the trust level's own limits, no inputs, outputs, stdin, requirements or
-  // run id of its own, network none) only sends it its script, argv and environment; the others
-  // run as usual. And every run returns once its result is in: the end of its pid 1 (which
-  // tears down the namespaces) and the removal of its cgroup finish on that thread, so for a
-  // moment after run() returns they may still exist; nothing is left once the Executor is
-  // destroyed. Ignored with single_run.
+  // default image, the trust level's own limits, no inputs, stdin, requirements or run id of
+  // its own, network none; an output directory fits) only sends it its script, argv and
+  // environment; the others run as usual. And every run returns once its result is in: the
+  // end of its pid 1 (which tears down the namespaces) and the removal of its cgroup finish on
+  // that thread, so for a moment after run() returns they may still exist; nothing is left once
+  // the Executor is destroyed. Ignored with single_run.
   bool warm = false;
+  // SIGINT, SIGTERM and SIGHUP sent to the process while a run or session lasts end that run
+  // (LaunchRequest::stop_signals): right for a command, where they mean "stop". false: left to
+  // the caller, which stops its runs with RunRequest::cancel_fd and its sessions with close()
+  // (`sandboxrun mcp --http` stops the whole server on them).
+  bool stop_signals = true;
 };
 
 struct RunRequest {

@@ -88,6 +88,11 @@ struct LaunchRequest {
   // Called once with pid 1's pid (as this process sees it) when the sandbox exists: a session
   // signals its interpreter (pid 1's child) and kills the sandbox through it. May be empty.
   std::function<void(pid_t pid1)> on_started;
+  // SIGINT, SIGTERM and SIGHUP sent to this process while the run lasts end the run: blocked in
+  // the thread that runs it and read from a signalfd, which also takes a process-directed one
+  // that another thread was meant to get. false: left alone (only SIGPIPE is held), for a service
+  // that stops on them itself and withdraws its runs through cancel_fd.
+  bool stop_signals = true;
   // Readable (an eventfd written, a pipe closed): the caller withdrew the request; the sandbox
   // is killed as on SIGTERM (interrupted_by SIGTERM). -1: none.
   int cancel_fd = -1;
@@ -161,8 +166,9 @@ RunOutcome run_sandbox(const LaunchRequest& req);
 // A sandbox set up before its run is known (a warm sandbox of a long-lived Executor): its cgroup
 // (named base.run_id), pid 1 cloned into its namespaces, its filesystem built; pid 1 waits for
 // the release, which run() sends with the run's script, argv and environment once before_exec
-// returned. `base` is a request without a script, inputs, stdin or /work callback (those shape
-// the sandbox before its release); its max_script bounds the script. pid 1 dies with the thread
+// returned. `base` is a request without a script, inputs or stdin (those shape the sandbox
+// before its release); its max_script bounds the script; its on_work_dir, when set, only asks
+// for /work to be passed, to the run's own on_work_dir. pid 1 dies with the thread
 // that prepared it (PR_SET_PDEATHSIG): that thread must outlive the sandbox.
 class PreparedSandbox {
  public:

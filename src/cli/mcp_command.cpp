@@ -105,6 +105,9 @@ int mcp_command(const std::vector<std::string>& argv, const std::string& version
     if (config) eo.config = *config;
     if (audit_log) eo.audit_log = *audit_log;
     eo.warm = true;
+    // Over HTTP the server's stop thread takes them and withdraws every run (http.cpp); a run's
+    // monitor reading them from its signalfd would stop only that run and keep the server up.
+    eo.stop_signals = !listen;
     Executor executor = Executor::open(eo);
     if (listen) return http_serve(executor, opt, http);
     return mcp::serve_stdio(executor, opt, STDIN_FILENO, STDOUT_FILENO);

@@ -88,6 +88,7 @@ Executor Executor::open(const ExecutorOptions& options) {
   // A service's pool starts first: it makes namespaces between runs. A single run's one is made
   // when the run takes it (a pool of size 0).
   im.single_run = options.single_run;
+  im.stop_signals = options.stop_signals;
   im.netns = options.single_run ? std::make_unique<launch::NetnsPool>(0) : std::make_unique<launch::NetnsPool>();
   const std::filesystem::path config_file =
       find_config(options.config ? std::optional<std::string>(options.config->string()) : std::nullopt);

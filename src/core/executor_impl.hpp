@@ -153,6 +153,7 @@ struct Executor::Impl {
   // until the Executor goes, so that the caller reports the result while pid 1's exit tears the
   // sandbox's namespaces down. Declared last: dropped first.
   bool single_run = false;
+  bool stop_signals = true;  // ExecutorOptions::stop_signals
   mutable std::mutex remains_mu;
   mutable std::vector<std::shared_ptr<void>> single_remains;
 };

@@ -46,6 +46,7 @@ void Executor::Impl::prepare_launch(const RunRequest& req, RunResult& r, LaunchR
   launch.stderr_fd = req.stderr_fd;
   launch.on_sample = req.on_sample;
   launch.cancel_fd = req.cancel_fd;
+  launch.stop_signals = stop_signals;
   launch.wipe_begin = req.wipe_begin;
   launch.wipe_end = req.wipe_end;
   launch.inputs = &req.inputs;
@@ -73,6 +74,8 @@ core::WarmSandbox Executor::Impl::prepare_warm(Trust t) const {
   w.base.cgroup_host = cgroups;
   w.base.max_script = security.max_bytes;
   w.base.inputs = nullptr;
+  // Asks for /work to be passed back; the run's own on_work_dir receives it (or drops it).
+  w.base.on_work_dir = [](UniqueFd) {};
   w.sandbox = PreparedSandbox::prepare(w.base);
   return w;
 }

@@ -6,7 +6,7 @@ namespace sandboxrun::core {
 
 bool fits_warm(const RunRequest& req, uint64_t max_script) {
   const RunOverrides& l = req.limits;
-  return req.inputs.empty() && !req.output_dir && req.stdin_fd < 0 && !req.stdin_data && req.requirements.empty() &&
+  return req.inputs.empty() && req.stdin_fd < 0 && !req.stdin_data && req.requirements.empty() &&
          !req.image && !req.run_id && !l.timeout_s && !l.memory_bytes && !l.cpus && !l.pids && req.code.size() <= max_script;
 }
 

@@ -31,7 +31,8 @@ struct WarmSandbox {
 };
 
 // A request a sandbox set up ahead can run: the default image, the trust level's own limits, no
-// inputs, outputs, stdin, requirements or run id of its own, a script of at most max_script.
+// inputs, stdin, requirements or run id of its own, a script of at most max_script. Outputs fit:
+// every sandbox set up ahead passes /work back (the MCP server asks for outputs on every run).
 bool fits_warm(const RunRequest& req, uint64_t max_script);
 
 class WarmPool {

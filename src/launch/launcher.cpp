@@ -324,7 +324,7 @@ RunOutcome finish(const std::shared_ptr<PreparedSandbox::State>& state, const La
   RunOutcome& out = st.out;
   // From before the payload may start: a Ctrl-C once run_start is in the log must reach the
   // monitor (which kills the sandbox and reports it), not end the launcher by default.
-  const launch::SignalGuard signals;
+  const launch::SignalGuard signals(req.stop_signals);
   // The release goes first, so that pid 1 places the script and drops its privileges while
   // before_exec runs (the run_start record made durable: an fdatasync, the longest step of a run
   // in a sandbox prepared ahead); the payload itself starts only on the 'X' after it.
@@ -387,8 +387,9 @@ PreparedSandbox::PreparedSandbox() : s_(std::make_shared<State>()) {}
 PreparedSandbox::~PreparedSandbox() = default;
 
 std::unique_ptr<PreparedSandbox> PreparedSandbox::prepare(const LaunchRequest& base) {
-  if (base.inputs || base.stdin_fd >= 0 || base.stdin_data || base.on_work_dir || !base.script.empty())
-    throw Error("a sandbox prepared ahead takes no script, inputs, stdin or /work callback", "report this as a bug");
+  // base.on_work_dir only asks for /work to be passed: the run's own callback receives it.
+  if (base.inputs || base.stdin_fd >= 0 || base.stdin_data || !base.script.empty())
+    throw Error("a sandbox prepared ahead takes no script, inputs or stdin", "report this as a bug");
   std::unique_ptr<PreparedSandbox> p(new PreparedSandbox());
   start(*p->s_, base);
   return p;
@@ -400,7 +401,8 @@ RunOutcome PreparedSandbox::run(const LaunchRequest& req) {
   // What shaped the sandbox before its release must be the run's own (the Executor builds both
   // from the same settings); the environment, argv and script come with the release.
   const bool same = req.run_id == st.run_id && req.seccomp == st.seccomp && req.spec.shape() == st.spec.shape();
-  if (!same || (req.inputs && !req.inputs->empty()) || req.stdin_fd >= 0 || req.stdin_data || req.on_work_dir ||
+  if (!same || (req.inputs && !req.inputs->empty()) || req.stdin_fd >= 0 || req.stdin_data ||
+      (req.on_work_dir && !st.plan.pass_work_dir) ||
       !req.spec.run_binds.empty() || req.spec.network.mode != NetworkMode::none ||
       req.script.size() > st.plan.max_script)
     throw Error("the run does not fit the sandbox prepared for it (settings, inputs, stdin or script size)",

@@ -145,7 +145,7 @@ class Monitor {
     if (fds_.notify_read) poll_.add(fds_.notify_read.get(), POLLIN, [this](short) { on_listener(); });
     if (const int lfd = denied_.poll_fd(Clock::now()); lfd >= 0)
       poll_.add(lfd, POLLIN, [this](short revents) { denied_.handle(revents); });
-    poll_.add(signals_.fd(), POLLIN, [this](short) { on_signal(); });
+    if (signals_.fd() >= 0) poll_.add(signals_.fd(), POLLIN, [this](short) { on_signal(); });
     if (req_.cancel_fd >= 0 && !cancelled_) poll_.add(req_.cancel_fd, POLLIN, [this](short) { on_cancel(); });
     if (waiting_for_pid1() && fds_.pidfd) poll_.add(fds_.pidfd.get(), POLLIN, [this](short) { pid_ready_ = true; });
   }

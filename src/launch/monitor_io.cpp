@@ -56,12 +56,14 @@ void StdinPump::write_some() {
   if (done == pending.size() && !src_open) finish();
 }
 
-SignalGuard::SignalGuard() {
+SignalGuard::SignalGuard(bool stop_signals) {
   sigemptyset(&set_);
-  sigaddset(&set_, SIGINT);
-  sigaddset(&set_, SIGTERM);
-  sigaddset(&set_, SIGHUP);
-  fd_.reset(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (stop_signals) {
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
+    fd_.reset(::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
+  }
   // SIGPIPE too (not read from the signalfd): a program that closes its stdin turns our next
   // write into EPIPE, which the stdin pump handles, instead of killing the launcher.
   sigaddset(&set_, SIGPIPE);
@@ -78,6 +80,7 @@ SignalGuard::~SignalGuard() {
 }
 
 int SignalGuard::take() const {
+  if (!fd_) return 0;
   signalfd_siginfo si;
   if (::read(fd_.get(), &si, sizeof si) != sizeof si) return 0;
   return static_cast<int>(si.ssi_signo);

@@ -47,10 +47,11 @@ struct StdinPump {
 };
 
 // SIGINT, SIGTERM and SIGHUP arrive on fd() instead of killing the launcher (the loop kills the
-// sandbox instead); SIGPIPE is held and discarded. The old mask is restored on destruction.
+// sandbox instead), unless `stop_signals` is false (fd() is then -1); SIGPIPE is held and
+// discarded either way. The old mask is restored on destruction.
 class SignalGuard {
  public:
-  SignalGuard();
+  explicit SignalGuard(bool stop_signals);
   ~SignalGuard();
   SignalGuard(const SignalGuard&) = delete;
   SignalGuard& operator=(const SignalGuard&) = delete;

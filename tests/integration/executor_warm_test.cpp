@@ -94,6 +94,27 @@ TEST_F(Warm, WaitWarmSaysWhenTheLevelsSandboxIsReady) {
   EXPECT_FALSE(cold.wait_warm(Trust::untrusted, std::chrono::seconds(60)));
 }
 
+// The MCP server asks for outputs on every run: every sandbox set up ahead passes /work back, so
+// such a run fits one, and its files come out as in any run.
+TEST_F(Warm, ARunWithAnOutputDirectoryRunsInAPreparedSandbox) {
+  RunRequest req;
+  req.code = "open('/work/result.txt', 'w').write('forty-two')\nopen('/work/more.csv', 'w').write('a,b\\n')\n";
+  req.output_dir = d.path() + "/out";
+  RunResult r = run_prepared(req);
+  EXPECT_TRUE(r.outcome.prepared) << "a run with an output directory did not use the sandbox set up ahead";
+  ASSERT_EQ(r.status, RunStatus::exited) << r.error << r.outcome.stderr_data;
+  ASSERT_TRUE(r.outputs.has_value());
+  EXPECT_EQ(r.outputs->files.size(), 2u) << r.outputs->error;
+  EXPECT_EQ(read_file(d.path() + "/out/result.txt"), "forty-two");
+  // A run without one in the next sandbox (which also passes /work): nothing is copied anywhere.
+  RunRequest plain;
+  plain.code = "open('/work/x', 'w').write('x')\nprint('ok')\n";
+  RunResult p = run_prepared(plain);
+  EXPECT_TRUE(p.outcome.prepared);
+  EXPECT_EQ(p.outcome.stdout_data, "ok\n") << p.error;
+  EXPECT_FALSE(p.outputs.has_value());
+}
+
 TEST_F(Warm, RunsThatDoNotFitGoTheUsualWay) {
   RunRequest limited;
   limited.code = "print('limited')\n";

@@ -52,7 +52,7 @@ TEST(Monitor, ExecAndExitSeenInOneWakeUpAreTimedInThatOrder) {
     req.spec.limits.timeout_s = 10;
     req.defer_teardown = [](std::shared_ptr<void>) {};
     RunOutcome out;
-    bool reaped = monitor_sandbox(req, pid1, fds, nullptr, out, std::chrono::steady_clock::now(), SignalGuard{});
+    bool reaped = monitor_sandbox(req, pid1, fds, nullptr, out, std::chrono::steady_clock::now(), SignalGuard(true));
     ::kill(pid1, SIGKILL);
     ::waitpid(pid1, nullptr, 0);
 
