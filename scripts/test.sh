@@ -17,11 +17,13 @@ if [[ ${CI:-} == true || ${SANDBOXRUN_TEST_SCIENCE:-} == 1 ]]; then
   SANDBOXRUN="$PWD/build/sandboxrun" scripts/build-image.sh science
 fi
 
-# The official MCP SDK, as a client of `sandboxrun mcp` (tests/mcp; versions pinned by its lock
-# file). Node comes from Debian where the machine has none.
-echo "== MCP SDK client (tests/mcp: npm ci)"
+# The official MCP SDK and MCP Inspector, as clients of `sandboxrun mcp` (tests/mcp and
+# tests/mcp/inspector; versions pinned by their lock files). Node comes from Debian where the
+# machine has none.
+echo "== MCP SDK client (tests/mcp, tests/mcp/inspector: npm ci)"
 command -v node >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null; }
 npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
+npm ci --prefix tests/mcp/inspector --ignore-scripts --no-audit --no-fund --loglevel=error
 
 # A test removes what it puts in /tmp: anything new there after a suite fails the run, by name
 # against this list (services' systemd-private-* directories aside).

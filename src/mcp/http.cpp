@@ -1,7 +1,9 @@
-// MCP over Streamable HTTP (2025-06-18, 2025-11-25): one endpoint, a session per Mcp-Session-Id,
-// each with its own Server as a stdio client has. A tools/call is answered on an SSE stream
-// (its progress and the questions asked while it runs go there first); other requests get
-// their JSON response. cpp-httplib does the HTTP.
+// MCP over Streamable HTTP: one endpoint. 2025-06-18 and 2025-11-25: a session per
+// Mcp-Session-Id, each with its own Server as a stdio client has. 2026-07-28: no session; every
+// request (its envelope says who calls) goes to one shared Server, under an id of the server's
+// own so that two clients' equal ids never meet, and gets its own id back in the answer. A
+// tools/call is answered on an SSE stream (its progress and the questions asked while it runs go
+// there first); other requests get their JSON response. cpp-httplib does the HTTP.
 #include <fcntl.h>
 #include <httplib.h>
 #include <poll.h>
@@ -119,6 +121,53 @@ void json_reply(httplib::Response& res, int status, const json& body) {
   res.set_content(serialize(body), "application/json");
 }
 
+// The answer to request `id` (the server's name for it; the client's is `theirs`): JSON, or for
+// a tools/call server-sent events until its response, its progress and questions first. A
+// client that closes the stream withdraws the call.
+void answer(httplib::Response& res, const std::shared_ptr<Conn>& conn, const std::shared_ptr<Stream>& stream,
+            const Id& id, const Id& theirs, bool call) {
+  auto as_theirs = [id, theirs](json m) {
+    if (m.contains("id") && !m.contains("method") && m["id"] == id) m["id"] = theirs;
+    return m;
+  };
+  if (!call) {
+    std::unique_lock lock(stream->mu);
+    stream->cv.wait_for(lock, std::chrono::seconds(60), [&] { return stream->done; });
+    const json reply = stream->out.empty() ? error_message(theirs, code::internal_error, "no response")
+                                           : as_theirs(stream->out.back());
+    lock.unlock();
+    conn->close(id);
+    return json_reply(res, 200, reply);
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [conn, stream, id, as_theirs](size_t, httplib::DataSink& sink) {
+        std::unique_lock lock(stream->mu);
+        stream->cv.wait_for(lock, std::chrono::seconds(1), [&] { return !stream->out.empty() || stream->done; });
+        while (!stream->out.empty()) {
+          const std::string event = "event: message\ndata: " + serialize(as_theirs(stream->out.front())) + "\n\n";
+          stream->out.pop_front();
+          if (!sink.write(event.data(), event.size())) {
+            lock.unlock();
+            conn->server().cancel_request(id);  // the client went away: its run goes too
+            return false;
+          }
+        }
+        if (stream->done) {
+          sink.done();
+          return true;
+        }
+        if (!sink.is_writable()) {
+          lock.unlock();
+          conn->server().cancel_request(id);
+          return false;
+        }
+        return true;
+      },
+      [conn, id](bool) { conn->close(id); });
+}
+
 }  // namespace
 
 int serve_http(const Executor& executor, const Options& opt, const HttpOptions& http) {
@@ -128,6 +177,10 @@ int serve_http(const Executor& executor, const Options& opt, const HttpOptions& 
         .as(ErrorKind::usage);
   std::mutex conns_mu;
   std::map<std::string, std::shared_ptr<Conn>> conns;
+  // 2026-07-28's requests, from every client: one Server (its sandbox sessions are reached by
+  // their unguessable ids and end on their idle timeout, or with the server).
+  const auto modern_conn = std::make_shared<Conn>(executor, opt, "stateless");
+  std::atomic<uint64_t> modern_seq{0};
   httplib::Server svr;
   svr.new_task_queue = [&opt] { return new httplib::ThreadPool(std::max<size_t>(16, opt.max_concurrent * 4)); };
   svr.set_payload_max_length(opt.max_message);
@@ -146,7 +199,7 @@ int serve_http(const Executor& executor, const Options& opt, const HttpOptions& 
     const std::string version = req.get_header_value("MCP-Protocol-Version");
     if (!version.empty() && std::none_of(std::begin(kProtocolVersions), std::end(kProtocolVersions),
                                          [&](const char* v) { return version == v; }) &&
-        version != "2025-03-26") {
+        version != "2025-03-26" && version != kModernVersion) {
       json_reply(res, 400, error_message(nullptr, code::invalid_request, "unsupported MCP-Protocol-Version " + version));
       return false;
     }
@@ -173,6 +226,26 @@ int serve_http(const Executor& executor, const Options& opt, const HttpOptions& 
     if (const auto* bad = std::get_if<Invalid>(&m)) return json_reply(res, 400, error_message(bad->id, bad->code, bad->message));
     std::shared_ptr<Conn> conn;
     const auto* request = std::get_if<Request>(&m);
+    const auto* note = std::get_if<Notification>(&m);
+    const bool modern = (request && (request->method == "server/discover" || is_modern(request->params))) ||
+                        (note && is_modern(note->params));
+    const bool modern_header = req.get_header_value("MCP-Protocol-Version") == kModernVersion;
+    if (modern_header && !modern)
+      return json_reply(res, 400, error_message(request ? request->id : Id(), code::invalid_params,
+                                                std::string("MCP-Protocol-Version is ") + kModernVersion +
+                                                    " but the message has no 2026-07-28 _meta envelope"));
+    if (modern) {
+      if (!request) {  // over HTTP a modern client cancels by closing the call's stream
+        res.status = 202;
+        return;
+      }
+      Request own = *request;
+      own.id = "h" + std::to_string(++modern_seq);
+      const Id theirs = request->id;
+      auto stream = modern_conn->open(own.id);
+      modern_conn->server().handle(own);
+      return answer(res, modern_conn, stream, own.id, theirs, own.method == "tools/call");
+    }
     if (request && request->method == "initialize") {
       const std::string id = new_run_id();
       conn = std::make_shared<Conn>(executor, opt, id);
@@ -190,42 +263,7 @@ int serve_http(const Executor& executor, const Options& opt, const HttpOptions& 
     const Id id = request->id;
     auto stream = conn->open(id);
     conn->server().handle(m);
-    if (request->method != "tools/call") {
-      std::unique_lock lock(stream->mu);
-      stream->cv.wait_for(lock, std::chrono::seconds(60), [&] { return stream->done; });
-      const json reply = stream->out.empty() ? error_message(id, code::internal_error, "no response") : stream->out.back();
-      lock.unlock();
-      conn->close(id);
-      return json_reply(res, 200, reply);
-    }
-    // Server-sent events until the call's response: its progress and questions come first.
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [conn, stream, id](size_t, httplib::DataSink& sink) {
-          std::unique_lock lock(stream->mu);
-          stream->cv.wait_for(lock, std::chrono::seconds(1), [&] { return !stream->out.empty() || stream->done; });
-          while (!stream->out.empty()) {
-            const std::string event = "event: message\ndata: " + serialize(stream->out.front()) + "\n\n";
-            stream->out.pop_front();
-            if (!sink.write(event.data(), event.size())) {
-              lock.unlock();
-              conn->server().cancel_request(id);  // the client went away: its run goes too
-              return false;
-            }
-          }
-          if (stream->done) {
-            sink.done();
-            return true;
-          }
-          if (!sink.is_writable()) {
-            lock.unlock();
-            conn->server().cancel_request(id);
-            return false;
-          }
-          return true;
-        },
-        [conn, id](bool) { conn->close(id); });
+    answer(res, conn, stream, id, id, request->method == "tools/call");
   });
   svr.Delete(kPath, [&](const httplib::Request& req, httplib::Response& res) {
     if (!admitted(req, res)) return;
@@ -305,6 +343,7 @@ int serve_http(const Executor& executor, const Options& opt, const HttpOptions& 
   std::lock_guard lock(conns_mu);
   for (auto& [id, conn] : conns) conn->server().shutdown();
   conns.clear();
+  modern_conn->server().shutdown();
   return 0;
 }
 

@@ -1,9 +1,13 @@
 #include "mcp/server.hpp"
 
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
+
+#include "common/sha256.hpp"
+#include "sandboxrun/error.hpp"
 
 namespace sandboxrun::mcp {
 
@@ -14,6 +18,34 @@ using nlohmann::json;
 constexpr auto kElicitTimeout = std::chrono::minutes(10);
 constexpr int kServerBusy = -32000;
 constexpr int kResourceNotFound = -32002;
+constexpr int kUnsupportedVersion = -32022;  // 2026-07-28: data {supported, requested}
+
+// HMAC-SHA256 (RFC 2104) over the project's SHA-256.
+std::string hmac_sha256(std::string key, std::string_view message) {
+  if (key.size() > 64) key = sha256_raw(key);
+  key.resize(64, '\0');
+  std::string inner = key, outer = key;
+  for (char& c : inner) c ^= 0x36;
+  for (char& c : outer) c ^= 0x5c;
+  Sha256 in;
+  in.update(inner);
+  in.update(message);
+  Sha256 out;
+  out.update(outer);
+  out.update(in.finish());
+  return out.finish();
+}
+
+// A 2026-07-28 result: complete, and cacheable ones say for how long (not at all: a server's
+// tools and outputs are its own, and outputs come and go).
+json complete(json result, bool cacheable = false) {
+  result["resultType"] = "complete";
+  if (cacheable) {
+    result["ttlMs"] = 0;
+    result["cacheScope"] = "private";
+  }
+  return result;
+}
 
 // Printable ASCII, at most `max` bytes: what the client calls itself goes into audit records.
 std::string printable(std::string s, size_t max) {
@@ -23,13 +55,26 @@ std::string printable(std::string s, size_t max) {
   return s;
 }
 
+constexpr const char* kInstructions =
+    "Runs Python in a sandbox. Every piece of code is assessed first and recorded in a tamper-evident audit "
+    "log. A BLOCKED verdict is refused; you cannot override it, only the user can, when asked. Use sessions "
+    "(session_start, session_run) when cells should keep their state.";
+
 const char* const kLogLevels[] = {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
 
 }  // namespace
 
+bool is_modern(const json& params) {
+  const auto meta = params.find("_meta");
+  return meta != params.end() && meta->is_object() && meta->contains(kMetaVersion);
+}
+
 Server::Server(const Executor& executor, const Options& options, Send send, std::string connection_id)
     : tools_(executor, options), opt_(options), send_(std::move(send)), connection_id_(std::move(connection_id)) {
   labels_["mcp.session"] = connection_id_;
+  state_key_.resize(32);
+  if (::getrandom(state_key_.data(), state_key_.size(), 0) != static_cast<ssize_t>(state_key_.size()))
+    throw_errno("getrandom for the MCP server's request-state key");
   for (size_t i = 0; i < std::max<size_t>(1, opt_.max_concurrent); ++i) workers_.emplace_back([this] { worker(); });
 }
 
@@ -98,13 +143,51 @@ json Server::initialize(const json& params) {
   return {{"protocolVersion", chosen},
           {"capabilities", {{"tools", {{"listChanged", false}}}, {"resources", json::object()}, {"logging", json::object()}}},
           {"serverInfo", {{"name", "sandboxrun"}, {"title", "sandboxrun: sandboxed Python"}, {"version", opt_.version}}},
-          {"instructions",
-           "Runs Python in a sandbox. Every piece of code is assessed first and recorded in a tamper-evident audit "
-           "log. A BLOCKED verdict is refused; you cannot override it, only the user can, when asked. Use sessions "
-           "(session_start, session_run) when cells should keep their state."}};
+          {"instructions", kInstructions}};
+}
+
+json Server::discover() const {
+  return complete({{"supportedVersions", {kModernVersion}},
+                   {"capabilities", {{"tools", {{"listChanged", false}}}, {"resources", json::object()}}},
+                   {"instructions", kInstructions},
+                   {"_meta", {{kMetaServerInfo, {{"name", "sandboxrun"}, {"title", "sandboxrun: sandboxed Python"},
+                                                  {"version", opt_.version}}}}}},
+                  /*cacheable=*/true);
+}
+
+// 2026-07-28: no initialize; each request names its revision and the client's capabilities.
+void Server::on_modern_request(const Request& r) {
+  const json& meta = r.params["_meta"];
+  const std::string version = text_field(meta, kMetaVersion);
+  if (version != kModernVersion)
+    return send(error_message(r.id, kUnsupportedVersion,
+                              "unsupported protocol revision '" + version.substr(0, 64) + "': this server speaks " +
+                                  kModernVersion + " (and 2025-11-25, 2025-06-18 after initialize)",
+                              {{"supported", {kModernVersion}}, {"requested", version}}));
+  if (!meta.contains(kMetaCapabilities) || !meta[kMetaCapabilities].is_object())
+    return send(error_message(r.id, code::invalid_params,
+                              std::string("the 2026-07-28 _meta envelope lacks ") + kMetaCapabilities + " (an object)"));
+  if (r.method == "tools/list") return send(result_message(r.id, complete(tools_.list(), true)));
+  if (r.method == "tools/call") return enqueue_call(r, std::optional<json>(meta));
+  if (r.method == "resources/list")
+    return send(result_message(r.id, complete({{"resources", json::array()}}, true)));
+  if (r.method == "resources/read") {
+    const std::string uri = text_field(r.params, "uri");
+    if (uri.empty()) return send(error_message(r.id, code::invalid_params, "'uri' is required (a string)"));
+    if (auto res = tools_.read_resource(uri)) return send(result_message(r.id, complete(std::move(*res), true)));
+    return send(error_message(r.id, code::invalid_params, "no such resource (or no longer kept)", {{"uri", uri}}));
+  }
+  send(error_message(r.id, code::method_not_found,
+                     "method not found in revision 2026-07-28: " + r.method.substr(0, 100)));
+}
+
+std::string Server::request_state(const std::string& tool, const json& args) const {
+  return hex_of(hmac_sha256(state_key_, tool + '\n' + args.dump()));
 }
 
 void Server::on_request(const Request& r) {
+  if (r.method == "server/discover") return send(result_message(r.id, discover()));
+  if (is_modern(r.params)) return on_modern_request(r);
   if (r.method == "initialize") {
     const json result = initialize(r.params);
     std::lock_guard lock(mu_);
@@ -118,7 +201,7 @@ void Server::on_request(const Request& r) {
     if (!initialized_) return send(error_message(r.id, code::invalid_request, "send initialize first"));
   }
   if (r.method == "tools/list") return send(result_message(r.id, tools_.list()));
-  if (r.method == "tools/call") return enqueue_call(r);
+  if (r.method == "tools/call") return enqueue_call(r, std::nullopt);
   if (r.method == "resources/list") return send(result_message(r.id, {{"resources", json::array()}}));
   if (r.method == "resources/read") {
     const auto uri = r.params.find("uri");
@@ -153,7 +236,7 @@ void Server::on_response(const Response& r) {
   asked_.erase(it);
 }
 
-void Server::enqueue_call(const Request& r) {
+void Server::enqueue_call(const Request& r, const std::optional<json>& envelope) {
   auto call = std::make_shared<Call>();
   call->id = r.id;
   call->key = r.id.dump();
@@ -166,6 +249,24 @@ void Server::enqueue_call(const Request& r) {
     return send(error_message(r.id, code::invalid_params, "'arguments' must be an object"));
   if (const auto meta = r.params.find("_meta"); meta != r.params.end() && meta->is_object())
     call->progress_token = meta->value("progressToken", json());
+  if (envelope) {
+    call->modern = true;
+    call->ctx.may_ask = object_field(*envelope, kMetaCapabilities).contains("elicitation");
+    // The retry of a call that asked: its answer counts only with the state we gave for it.
+    if (const auto answers = r.params.find("inputResponses"); answers != r.params.end() && !answers->is_null()) {
+      const std::string state = text_field(r.params, "requestState");
+      const std::string want = request_state(call->tool, call->args);
+      unsigned char diff = state.size() == want.size() ? 0 : 1;
+      for (size_t i = 0; i < state.size() && i < want.size(); ++i) diff |= state[i] ^ want[i];  // constant time
+      if (diff != 0)
+        return send(error_message(r.id, code::invalid_params,
+                                  "inputResponses without this call's requestState: answers go with the call that asked"));
+      const json answer = object_field(*answers, "override");
+      if (answer.empty()) return send(error_message(r.id, code::invalid_params, "inputResponses lacks 'override'"));
+      call->ctx.input_answer = answer;
+      call->ctx.may_ask = false;  // asked once; a decline is the answer
+    }
+  }
   call->cancel.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   call->ctx.cancel_fd = call->cancel.get();
   std::lock_guard lock(mu_);
@@ -177,6 +278,13 @@ void Server::enqueue_call(const Request& r) {
                                                       " calls are waiting; try again when some have ended"));
   call->ctx.caller = caller_;
   call->ctx.labels = labels_;
+  if (envelope) {  // 2026-07-28: who calls is said by each request
+    const json info = object_field(*envelope, kMetaClientInfo);
+    const std::string client = printable(text_field(info, "name", "unknown"), 64);
+    call->ctx.labels["mcp.client"] = client + " " + printable(text_field(info, "version", "?"), 32);
+    call->ctx.labels["mcp.protocol"] = kModernVersion;
+    if (!opt_.caller) call->ctx.caller = "mcp:" + client;
+  }
   calls_[call->key] = call;
   queue_.push_back(call);
   cv_.notify_one();
@@ -228,10 +336,16 @@ void Server::run_call(Call& call) {
                                {{"progressToken", call.progress_token}, {"progress", progress}, {"message", message}}),
           call.id);
   };
-  call.ctx.elicit = [this, &call](const json& params) { return elicit(params, call); };
+  if (!call.modern) call.ctx.elicit = [this, &call](const json& params) { return elicit(params, call); };
   json reply;
   try {
-    reply = result_message(call.id, tools_.call(call.tool, call.args, call.ctx));
+    json result = tools_.call(call.tool, call.args, call.ctx);
+    reply = result_message(call.id, call.modern ? complete(std::move(result)) : std::move(result));
+  } catch (const InputRequired& q) {
+    reply = result_message(call.id, {{"resultType", "input_required"},
+                                     {"inputRequests", {{"override", {{"method", "elicitation/create"},
+                                                                      {"params", q.elicitation}}}}},
+                                     {"requestState", request_state(call.tool, call.args)}});
   } catch (const ParamError& e) {
     reply = error_message(call.id, code::invalid_params, e.what());
   } catch (const std::exception& e) {

@@ -1,6 +1,9 @@
-// One MCP client's server side (2025-06-18 and 2025-11-25 revisions): the lifecycle, tools/list,
-// tools/call on a bounded pool of workers, cancellation, progress, elicitation round trips and
-// resources/read. Transport-free: messages come in through handle() and go out through `send`.
+// One MCP client's server side: the lifecycle, tools/list, tools/call on a bounded pool of
+// workers, cancellation, progress, elicitation and resources/read. Two eras: 2025-06-18 and
+// 2025-11-25 (initialize, then a connection's state; elicitation is a request to the client) and
+// 2026-07-28 (server/discover, then each request carries its own `_meta` envelope; elicitation is
+// an `input_required` result the client answers by retrying the call). Transport-free: messages
+// come in through handle() and go out through `send`.
 #pragma once
 
 #include <condition_variable>
@@ -20,8 +23,17 @@
 
 namespace sandboxrun::mcp {
 
-// The revisions spoken, newest first: a client asking for another gets the first.
+// The revisions spoken through initialize, newest first: a client asking for another gets the first.
 inline constexpr const char* kProtocolVersions[] = {"2025-11-25", "2025-06-18"};
+// The revision spoken through server/discover, without initialize.
+inline constexpr const char* kModernVersion = "2026-07-28";
+// The 2026-07-28 envelope's keys in a request's (or a result's) `_meta`.
+inline constexpr const char* kMetaVersion = "io.modelcontextprotocol/protocolVersion";
+inline constexpr const char* kMetaCapabilities = "io.modelcontextprotocol/clientCapabilities";
+inline constexpr const char* kMetaClientInfo = "io.modelcontextprotocol/clientInfo";
+inline constexpr const char* kMetaServerInfo = "io.modelcontextprotocol/serverInfo";
+// A request of the 2026-07-28 era: its params' _meta names a protocol revision.
+bool is_modern(const nlohmann::json& params);
 
 class Server {
  public:
@@ -48,6 +60,7 @@ class Server {
     std::string tool;
     nlohmann::json args;
     nlohmann::json progress_token;
+    bool modern = false;  // 2026-07-28: the result carries resultType, questions are results
     UniqueFd cancel;  // an eventfd, written on cancel
     CallContext ctx;
   };
@@ -57,7 +70,13 @@ class Server {
   void on_notification(const Notification& n);
   void on_response(const Response& r);
   nlohmann::json initialize(const nlohmann::json& params);
-  void enqueue_call(const Request& r);
+  nlohmann::json discover() const;
+  void on_modern_request(const Request& r);
+  // The caller and labels of a call: the connection's (initialize) or the request's envelope.
+  void enqueue_call(const Request& r, const std::optional<nlohmann::json>& envelope);
+  // requestState of an input_required result: binds the human's answer to this tool and these
+  // arguments (an HMAC with a key of this server's), so a retry cannot carry it to other code.
+  std::string request_state(const std::string& tool, const nlohmann::json& args) const;
   void cancel(const std::string& key);
   void worker();
   void run_call(Call& call);
@@ -67,6 +86,7 @@ class Server {
   Options opt_;
   Send send_;
   std::string connection_id_;
+  std::string state_key_;  // 32 random bytes
 
   std::mutex mu_;
   std::condition_variable cv_;

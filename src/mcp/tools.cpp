@@ -195,7 +195,7 @@ json Tools::assess_python(const json& args) {
 }
 
 std::optional<std::string> Tools::ask_override(const Assessment& a, const std::string& what, CallContext& ctx) {
-  if (!ctx.elicit) return std::nullopt;
+  if (!ctx.elicit && !ctx.may_ask && !ctx.input_answer) return std::nullopt;
   const json params = {
       {"message", "sandboxrun's assessor refused " + what + " as " + findings_text(a) +
                       "\n\nRun it anyway? Only a person may decide: give the reason (it is recorded in the audit "
@@ -205,7 +205,14 @@ std::optional<std::string> Tools::ask_override(const Assessment& a, const std::s
         {"properties", {{"reason", {{"type", "string"}, {"title", "Override reason"},
                                     {"description", "why this code may run anyway (audited)"}, {"minLength", 4}}}}},
         {"required", {"reason"}}}}};
-  const auto answer = ctx.elicit(params);
+  std::optional<json> answer;
+  if (ctx.input_answer) answer = ctx.input_answer;  // 2026-07-28: asked before, answered in the retry
+  else if (ctx.may_ask) {
+    json form = params;
+    form["mode"] = "form";
+    throw InputRequired{std::move(form)};
+  }
+  else answer = ctx.elicit(params);
   if (!answer || text_field(*answer, "action") != "accept") return std::nullopt;
   const auto content = answer->find("content");
   if (content == answer->end() || !content->is_object() || !(*content)["reason"].is_string()) return std::nullopt;

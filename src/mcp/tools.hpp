@@ -24,6 +24,13 @@ struct ParamError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// 2026-07-28: the call needs the human's answer first. Thrown by a tool; the server returns an
+// input_required result asking `elicitation` (elicitation/create's params), and the client
+// retries the call with the answer (CallContext::input_answer).
+struct InputRequired {
+  nlohmann::json elicitation;
+};
+
 // What a running call may ask of the server, and how it learns it was cancelled.
 struct CallContext {
   int cancel_fd = -1;                  // readable once the client cancelled the call
@@ -33,6 +40,10 @@ struct CallContext {
   // Asks the human through the client (elicitation/create); nullopt when the client cannot or
   // the call was cancelled. The answer is the client's result object.
   std::function<std::optional<nlohmann::json>(const nlohmann::json& params)> elicit;
+  // 2026-07-28: the client can answer a question (may_ask: its envelope names elicitation), and
+  // the answer its retry carried, checked against the question's requestState.
+  bool may_ask = false;
+  std::optional<nlohmann::json> input_answer;
   // Set while a session cell runs: interrupts it on cancel.
   std::mutex interrupt_mu;
   std::function<void()> interrupt;

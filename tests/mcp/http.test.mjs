@@ -11,7 +11,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
-import { startHttpServer, stopHttpServer } from "./http_server.mjs";
+import { exitWithin, startHttpServer, stopHttpServer } from "./http_server.mjs";
 
 const BIN = process.env.SANDBOXRUN_BIN;
 const CONFIG = process.env.SANDBOXRUN_CONFIG;
@@ -96,4 +96,30 @@ test("the token, the Origin and the session id are enforced", async () => {
   assert.equal((await post({ Origin: "http://localhost:3000" })).status, 200);
   assert.equal((await post({}, { jsonrpc: "2.0", id: 2, method: "tools/list" })).status, 400, "no session id");
   assert.equal((await post({ "Mcp-Session-Id": "nope" }, { jsonrpc: "2.0", id: 2, method: "tools/list" })).status, 404);
+});
+
+// One SIGTERM stops the server while a sandbox runs: no run's monitor takes it (the runs leave
+// signals to the server), the run is withdrawn and its end recorded.
+test("one SIGTERM stops the server mid-run and the run's end is recorded", async () => {
+  const log = join(dir, "stop.log");
+  const { server: s, url: u } = await startHttpServer(BIN, ["--trust", "untrusted", "--config", CONFIG, "--audit-log", log]);
+  const c = new Client({ name: "sandboxrun-stop-test", version: "1.0.0" });
+  await c.connect(new StreamableHTTPClientTransport(u));
+  const call = c.callTool({ name: "run_python", arguments: { code: "import time\ntime.sleep(60)\n" } }).catch((e) => e);
+  let start;
+  for (let i = 0; i < 200 && !start; i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    try { start = readFileSync(log, "utf8").includes('"event":"run_start"'); } catch { /* not yet */ }
+  }
+  assert.ok(start, "the run started");
+  await new Promise((res) => setTimeout(res, 500));
+  s.kill("SIGTERM");
+  const stopped = await exitWithin(s, 20000);
+  if (!stopped) s.kill("SIGKILL");
+  assert.ok(stopped, "one SIGTERM did not stop the server within 20 s (a run's monitor took it?)");
+  await c.close();  // the call has no answer coming: the server is gone
+  await call;
+  const recs = readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const run = recs.find((r) => r.event === "run_start");
+  assert.ok(recs.find((r) => r.event === "run_end" && r.run_id === run.run_id), "the run's end is in the log");
 });

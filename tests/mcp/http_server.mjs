@@ -16,13 +16,23 @@ export async function startHttpServer(bin, args) {
   return { server, url };
 }
 
-// SIGTERM ends the server; one taken by a run's monitor instead (docs/mcp.md) is sent again.
+// Whether `child` exits within `ms` (the timer is cleared either way: a pending one would keep
+// the test process alive after its tests end).
+export async function exitWithin(child, ms) {
+  if (child.exitCode !== null || child.signalCode !== null) return true;
+  let timer;
+  const exited = await Promise.race([new Promise((res) => child.once("exit", () => res(true))),
+                                     new Promise((res) => { timer = setTimeout(() => res(false), ms); })]);
+  clearTimeout(timer);
+  return exited;
+}
+
+// SIGTERM ends the server (within 20 s, or it is killed and the test that stops it fails).
 export async function stopHttpServer(child) {
-  for (const sig of ["SIGTERM", "SIGTERM", "SIGKILL"]) {
+  for (const sig of ["SIGTERM", "SIGKILL"]) {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill(sig);
-    const exited = await Promise.race([new Promise((res) => child.once("exit", () => res(true))),
-                                       new Promise((res) => setTimeout(() => res(false), 5000))]);
-    if (exited) return;
+    if (await exitWithin(child, 20000)) return;
   }
+  throw new Error("the server did not stop on SIGTERM");
 }
