@@ -25,10 +25,14 @@ inline constexpr const char* kAttachedRootBase = "/tmp";
 inline constexpr const char* kAttachedRoot = "/tmp/sandboxrun-root";
 
 // Sent by the child over the error pipe when a setup step fails.
+// One report of pid 1's over the error pipe (one write, under PIPE_BUF): a failed setup step
+// (fatal: pid 1 exits next), or a degradation (the run goes on without something, said in
+// RunOutcome::degradations); EOF at the payload's execve.
 struct ChildError {
   char stage[48];
   int err;
   char detail[200];
+  int degraded;  // 0: the step failed; 1: a degradation, and more reports may follow
 };
 
 // Payload bytes of the control socket's messages, telling which fd a message carries.
@@ -98,5 +102,7 @@ bool write_new_file(const ChildPlan& plan, int dirfd, const char* name, const ch
                     bool to_user) noexcept;
 bool drop_privileges(const ChildPlan& plan);
 void report_error(const ChildPlan& plan, const char* stage, int err, const char* detail) noexcept;
+// What the run goes without (`what`, with the errno that took it away); not fatal.
+void report_degradation(const ChildPlan& plan, const char* what, int err) noexcept;
 
 }  // namespace sandboxrun::launch

@@ -15,4 +15,12 @@ void report_error(const ChildPlan& plan, const char* stage, int err, const char*
   write_all(plan.error_write, &e, sizeof e);
 }
 
+void report_degradation(const ChildPlan& plan, const char* what, int err) noexcept {
+  ChildError e{};
+  std::strncpy(e.detail, what, sizeof e.detail - 1);
+  e.err = err;
+  e.degraded = 1;
+  write_all(plan.error_write, &e, sizeof e);
+}
+
 }  // namespace sandboxrun::launch

@@ -165,6 +165,11 @@ class Monitor {
   void on_setup_word() {
     ChildError e{};
     const ssize_t got = ::read(fds_.error_read.get(), &e, sizeof e);
+    if (got == sizeof e && e.degraded) {
+      e.detail[sizeof e.detail - 1] = 0;
+      out_.degradations.push_back(std::string(e.detail) + " (" + std::strerror(e.err) + ")");
+      return;  // setup goes on: the next report, or EOF at the payload's execve
+    }
     if (got == sizeof e) {
       e.stage[sizeof e.stage - 1] = 0;
       e.detail[sizeof e.detail - 1] = 0;

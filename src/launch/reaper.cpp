@@ -168,8 +168,14 @@ void child_main(const ChildPlan& plan) {
   }
   if (!run_mount_plan(plan)) ::_exit(125);
   if (::sethostname(plan.hostname.data(), plan.hostname.size()) != 0) {
-    report_error(plan, "sethostname", errno, plan.hostname.c_str());
-    ::_exit(125);
+    // Refused by a container's seccomp profile (podman's default, some pods'): the UTS namespace
+    // is still the sandbox's own, only the host's name shows in it. Said, not fatal.
+    if (errno != EPERM) {
+      report_error(plan, "sethostname", errno, plan.hostname.c_str());
+      ::_exit(125);
+    }
+    report_degradation(plan, "hostname not set (sethostname refused, e.g. by a container's seccomp profile): "
+                             "the sandbox shows the host's name", errno);
   }
   if (!setup_network(plan)) ::_exit(125);
   // Set up as far as a run that is not known yet allows: now wait for the release with what

@@ -1,0 +1,42 @@
+// What a container's restrictions do to a run (issue 40): sandboxrun inside a container whose
+// seccomp profile refuses sethostname (podman's default does) runs, in its own UTS namespace,
+// and says that the hostname is the host's among its degradations.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "harness.hpp"
+
+using namespace sandboxrun::testing;
+
+namespace {
+
+const std::string kShowHostname = "import socket\nprint(socket.gethostname())\n";
+
+TEST(Container, ARefusedSethostnameIsADegradationNotAFailure) {
+  TempDir d;
+  const std::string cfg = write_config(d);
+  const std::string script = d.write("host.py", kShowHostname);
+  const std::string deny = source_dir() + "/tests/fixtures/container/deny_sethostname.py";
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+
+  const Exec refused = run_program("/usr/bin/python3", {deny, SANDBOXRUN_BIN, "--json", "--config", cfg, "--audit-log",
+                                                        d.path() + "/audit.log", "--trust", "untrusted", script});
+  ASSERT_EQ(refused.exit_code, 0) << refused.err << refused.out;
+  const auto r = nlohmann::json::parse(refused.out.substr(0, refused.out.find('\n')));
+  EXPECT_EQ(r["stdout"], std::string(host) + "\n") << "without sethostname the host's name shows";
+  ASSERT_TRUE(r["degradations"].is_array()) << r.dump();
+  bool said = false;
+  for (const auto& g : r["degradations"]) said = said || g.get<std::string>().find("hostname not set") != std::string::npos;
+  EXPECT_TRUE(said) << "the run must say what it went without: " << r["degradations"].dump();
+
+  // Where sethostname is allowed, the sandbox has a name of its own and nothing is said.
+  const Sandboxed plain = run_python(kShowHostname, {"--trust", "untrusted"});
+  ASSERT_EQ(plain.exec.exit_code, 0) << plain.exec.err;
+  EXPECT_NE(plain.stdout_text(), std::string(host) + "\n");
+  EXPECT_EQ(plain.result["degradations"].dump().find("hostname"), std::string::npos);
+}
+
+}  // namespace
