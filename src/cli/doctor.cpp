@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -105,6 +106,30 @@ Check check_default_image(const SandboxConfig& cfg) {
   }
 }
 
+// A sandbox at the config's default trust level, its records in a scratch log removed after.
+Check check_trial(const std::filesystem::path& config) {
+  TrialFacts f{.root = ::geteuid() == 0};
+  std::string dir = (std::filesystem::temp_directory_path() / "doctor-trial.XXXXXX").string();
+  if (!::mkdtemp(dir.data()))
+    return {"trial run", false, true, "cannot make a scratch directory in " + dir, "check $TMPDIR (or /tmp)"};
+  try {
+    Executor ex = Executor::open({.config = config, .audit_log = dir + "/audit.log", .single_run = true});
+    RunRequest req;
+    req.code = "print('ok')\n";
+    req.name = "doctor.py";
+    const RunResult r = ex.run(req);
+    if (r.status != RunStatus::exited || r.exit_code != 0 || r.outcome.stdout_data != "ok\n")
+      f.error = !r.error.empty() ? r.error : "status " + std::string(to_string(r.status)) + ", exit " +
+                                                std::to_string(r.exit_code) + ": " + r.outcome.stderr_data.substr(0, 300);
+    for (const auto& d : r.outcome.degradations) f.degradations += (f.degradations.empty() ? "" : "; ") + d;
+  } catch (const Error& e) {
+    f.error = e.describe();
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return judge_trial(f);
+}
+
 }  // namespace
 
 int doctor_command(const std::vector<std::string>& argv) {
@@ -124,6 +149,9 @@ int doctor_command(const std::vector<std::string>& argv) {
     checks.push_back(check_id_ranges(cfg.id_ranges));
     checks.push_back(check_cgroups(cfg.cgroup));
     checks.push_back(check_default_image(cfg));
+    // What the probes cannot see shows when a sandbox starts: only worth it when they passed.
+    if (std::all_of(checks.begin(), checks.end(), [](const Check& c) { return c.ok || !c.required; }))
+      checks.push_back(check_trial(file));
   } catch (const Error& e) {
     checks.push_back({"config", false, true, e.what(), e.hint()});
   }

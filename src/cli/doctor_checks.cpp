@@ -31,6 +31,33 @@ Check judge_userns(const UsernsFacts& f) {
   return {"user namespaces", false, true, detail, fix};
 }
 
+Check judge_trial(const TrialFacts& f) {
+  if (f.error.empty())
+    return {"trial run", true, true, f.degradations.empty() ? "a sandbox ran" : "a sandbox ran, without: " + f.degradations, ""};
+  auto has = [&](const char* s) { return f.error.find(s) != std::string::npos; };
+  std::string fix;
+  if (has("mount proc") || has("'proc'"))
+    fix = "/proc is masked (a container's default): podman/docker --security-opt unmask=ALL (docker: "
+          "--security-opt systempaths=unconfined); Kubernetes: securityContext.procMount: Unmasked (with hostUsers: "
+          "false)";
+  else if (has("pivot_root"))
+    fix = "the container's seccomp profile refuses pivot_root (Kubernetes' RuntimeDefault does): give it a profile "
+          "that allows pivot_root, mount and the namespace flags of clone/unshare (a Localhost profile; podman "
+          "--security-opt seccomp=FILE), or run it unconfined";
+  else if (has("clone a mount of the image") || has("open_tree"))
+    fix = "as root the launcher needs CAP_SYS_ADMIN (podman --cap-add SYS_ADMIN; Kubernetes securityContext."
+          "capabilities.add: [SYS_ADMIN]), or run sandboxrun as a non-root user, which needs none";
+  else if (has("id slot") || has("uid_map") || has("gid_map"))
+    fix = "the id range (id_ranges in sandbox.yaml) is not mapped in this user namespace (a user-namespaced pod maps "
+          "65536 ids): set id_ranges.base inside the mapping, or run sandboxrun as a non-root user";
+  else if (has("mount") || has("Operation not permitted"))
+    fix = "the container refuses a mount or namespace step (its seccomp profile, AppArmor, or missing capabilities): "
+          "allow mount, umount2, pivot_root and clone/unshare with namespace flags, or run on the host";
+  else
+    fix = "the error says which step failed; `sandboxrun --trust untrusted FILE.py` shows the same";
+  return {"trial run", false, true, f.error, fix};
+}
+
 Check judge_cgroups(const CgroupFacts& f) {
   if (f.can_limit) return {"cgroups", true, true, f.summary, ""};
   std::string fix;

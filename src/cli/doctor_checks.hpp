@@ -33,4 +33,15 @@ struct CgroupFacts {
 };
 Check judge_cgroups(const CgroupFacts& f);
 
+// A sandbox actually started (the default trust level, `print`): what the probes above cannot
+// see (a masked /proc, a profile refusing pivot_root or mount, root without CAP_SYS_ADMIN, an id
+// range the user namespace does not map) shows here. `error`: the run's, "" when it ran;
+// `degradations`: what it went without.
+struct TrialFacts {
+  bool root = false;
+  std::string error{};
+  std::string degradations{};
+};
+Check judge_trial(const TrialFacts& f);
+
 }  // namespace sandboxrun::cli

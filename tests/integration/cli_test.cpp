@@ -16,7 +16,8 @@ using sandboxrun::testing::write_config;
 TEST(Cli, DoctorReportsEveryCapabilityOnThisHost) {
   auto r = run_binary({"doctor"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* what : {"user namespaces", "seccomp filters", "Landlock", "cgroups", "default image"})
+  for (const char* what : {"user namespaces", "seccomp filters", "Landlock", "cgroups", "default image",
+                           "trial run: a sandbox ran"})
     EXPECT_NE(r.out.find(what), std::string::npos) << what << " missing from:\n" << r.out;
 }
 

@@ -1,6 +1,7 @@
 // What a container's restrictions do to a run (issue 40): sandboxrun inside a container whose
 // seccomp profile refuses sethostname (podman's default does) runs, in its own UTS namespace,
-// and says that the hostname is the host's among its degradations.
+// and says that the hostname is the host's among its degradations; one that refuses pivot_root
+// (Kubernetes' RuntimeDefault) cannot run, and doctor says so with the setting that fixes it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,11 +19,11 @@ TEST(Container, ARefusedSethostnameIsADegradationNotAFailure) {
   TempDir d;
   const std::string cfg = write_config(d);
   const std::string script = d.write("host.py", kShowHostname);
-  const std::string deny = source_dir() + "/tests/fixtures/container/deny_sethostname.py";
+  const std::string deny = source_dir() + "/tests/fixtures/container/deny_syscalls.py";
   char host[256] = {};
   ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
 
-  const Exec refused = run_program("/usr/bin/python3", {deny, SANDBOXRUN_BIN, "--json", "--config", cfg, "--audit-log",
+  const Exec refused = run_program("/usr/bin/python3", {deny, "sethostname", SANDBOXRUN_BIN, "--json", "--config", cfg, "--audit-log",
                                                         d.path() + "/audit.log", "--trust", "untrusted", script});
   ASSERT_EQ(refused.exit_code, 0) << refused.err << refused.out;
   const auto r = nlohmann::json::parse(refused.out.substr(0, refused.out.find('\n')));
@@ -37,6 +38,16 @@ TEST(Container, ARefusedSethostnameIsADegradationNotAFailure) {
   ASSERT_EQ(plain.exec.exit_code, 0) << plain.exec.err;
   EXPECT_NE(plain.stdout_text(), std::string(host) + "\n");
   EXPECT_EQ(plain.result["degradations"].dump().find("hostname"), std::string::npos);
+}
+
+TEST(Container, DoctorNeverSaysCanRunWhenARunWouldFail) {
+  const std::string deny = source_dir() + "/tests/fixtures/container/deny_syscalls.py";
+  // Every probe passes here (user namespaces, seccomp, cgroups...): only a sandbox started shows it.
+  const Exec r = run_program("/usr/bin/python3", {deny, "pivot_root", SANDBOXRUN_BIN, "doctor"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("MISSING  trial run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("refuses pivot_root"), std::string::npos) << "the fix names the refused step:\n" << r.out;
+  EXPECT_NE(r.out.find("cannot run sandboxes on this host"), std::string::npos) << r.out;
 }
 
 }  // namespace

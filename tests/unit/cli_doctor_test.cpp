@@ -11,6 +11,7 @@ namespace {
 using sandboxrun::cli::CgroupFacts;
 using sandboxrun::cli::judge_cgroups;
 using sandboxrun::cli::judge_userns;
+using sandboxrun::cli::judge_trial;
 using sandboxrun::cli::UsernsFacts;
 
 TEST(Doctor, UbuntusAppArmorRestrictionIsNamedWithItsFix) {
@@ -44,6 +45,21 @@ TEST(Doctor, CgroupsReadOnlyOrNotDelegated) {
   const auto user = judge_cgroups({.root = false, .fs_read_only = false, .can_limit = false, .summary = "v2"});
   EXPECT_NE(user.fix.find("Delegate=yes"), std::string::npos) << user.fix;
   EXPECT_TRUE(judge_cgroups({.root = false, .fs_read_only = true, .can_limit = true, .summary = "v2"}).ok);
+}
+
+TEST(Doctor, ATrialRunNamesTheContainerSettingThatStopsIt) {
+  EXPECT_TRUE(judge_trial({.root = true, .error = "", .degradations = ""}).ok);
+  const auto degraded = judge_trial({.root = false, .error = "", .degradations = "hostname not set"});
+  EXPECT_TRUE(degraded.ok);
+  EXPECT_NE(degraded.detail.find("hostname not set"), std::string::npos) << "what it ran without is said";
+  const auto proc = judge_trial({.root = false, .error = "sandbox setup failed at 'mount proc' (/proc): Operation not permitted"});
+  EXPECT_FALSE(proc.ok);
+  EXPECT_NE(proc.fix.find("procMount: Unmasked"), std::string::npos) << proc.fix;
+  const auto pivot = judge_trial({.root = false, .error = "sandbox setup failed at 'pivot_root' (/): Operation not permitted"});
+  EXPECT_NE(pivot.fix.find("seccomp"), std::string::npos) << pivot.fix;
+  const auto tree = judge_trial({.root = true, .error = "cannot clone a mount of the image /x: Operation not permitted"});
+  EXPECT_NE(tree.fix.find("SYS_ADMIN"), std::string::npos) << tree.fix;
+  EXPECT_FALSE(judge_trial({.root = true, .error = "status error, exit 125: "}).ok) << "never fine when it failed";
 }
 
 }  // namespace
