@@ -15,6 +15,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -28,6 +30,16 @@ namespace {
 constexpr const char* kFixHint =
     "run as root, or from a systemd unit with Delegate=yes, or set cgroup.parent to a "
     "delegated cgroup";
+
+// Why `existing` cannot take our cgroups: a read-only mount is a container's cgroupfs, whose fix
+// is the container's setting; otherwise permissions.
+std::string not_writable(const std::string& existing) {
+  if (errno == EROFS)
+    return existing + " is on a read-only mount (a container's /sys/fs/cgroup: give the container a "
+                      "writable cgroup namespace, e.g. podman --cgroupns=private --security-opt unmask=/sys/fs/cgroup "
+                      "on cgroup v2, CRI-O's cgroup2-mount-hierarchy-rw annotation, or privileged)";
+  return existing + " is not writable by uid " + std::to_string(::geteuid()) + " (" + kFixHint + ")";
+}
 
 // mountinfo escapes blanks and backslashes as \ooo.
 std::string unescape(std::string_view s) {
@@ -140,8 +152,7 @@ Plan plan_v2(const CgroupSettings& settings, const Mount& m, std::string_view se
     return plan;
   }
   if (::access(existing.c_str(), W_OK) != 0) {
-    plan.detail = "cgroup v2 at " + m.mountpoint + ": " + existing + " is not writable by uid " +
-                  std::to_string(::geteuid()) + " (" + kFixHint + ")";
+    plan.detail = "cgroup v2 at " + m.mountpoint + ": " + not_writable(existing);
     return plan;
   }
   plan.version = "v2";
@@ -177,8 +188,7 @@ Plan plan_v1(const CgroupSettings& settings, const HostMounts& mounts) {
     if (!plan.v1_parents.count(ctrl)) continue;
     std::string existing = nearest_existing(plan.v1_parents.at(ctrl));
     if (::access(existing.c_str(), W_OK) != 0) {
-      plan.detail = std::string("cgroup v1 ") + ctrl + " hierarchy: " + existing + " is not writable by uid " +
-                    std::to_string(::geteuid()) + " (" + kFixHint + ")";
+      plan.detail = std::string("cgroup v1 ") + ctrl + " hierarchy: " + not_writable(existing);
       plan.controllers.clear();
       plan.v1_parents.clear();
       return plan;

@@ -50,4 +50,22 @@ TEST(Container, DoctorNeverSaysCanRunWhenARunWouldFail) {
   EXPECT_NE(r.out.find("cannot run sandboxes on this host"), std::string::npos) << r.out;
 }
 
+// A container's cgroupfs is read-only: untrusted code is refused, and the error names the
+// container setting that gives it a writable one. Every cgroup mount is made read-only for this
+// run alone: bind remounts (per-mount flags) in a mount namespace of its own.
+TEST(Container, AReadOnlyCgroupfsIsRefusedNamingTheContainerSetting) {
+  TempDir d;
+  const std::string cfg = write_config(d);
+  const std::string script = d.write("ok.py", "print('ran')\n");
+  const std::string cmd =
+      "set -e; for m in $(awk '$3 == \"cgroup\" || $3 == \"cgroup2\" {print $2}' /proc/self/mounts); do "
+      "mount -o remount,bind,ro \"$m\"; done; exec " SANDBOXRUN_BIN " --config " + cfg + " --audit-log " + d.path() +
+      "/audit.log --trust untrusted " + script;
+  const Exec r = run_program("/usr/bin/unshare", {"--mount", "--propagation", "private", "/bin/sh", "-c", cmd});
+  EXPECT_EQ(r.exit_code, 125) << r.out << r.err;
+  EXPECT_EQ(r.out.find("ran"), std::string::npos) << "untrusted code ran without limits";
+  EXPECT_NE(r.err.find("read-only mount"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--cgroupns=private"), std::string::npos) << "the container setting is named:\n" << r.err;
+}
+
 }  // namespace
