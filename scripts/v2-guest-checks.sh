@@ -49,7 +49,8 @@ echo "== doctor"
 build/sandboxrun doctor 2>&1 | sed 's/^/   /'
 echo "== test binaries"
 for t in build/tests/unit_cgroup*_test build/tests/integration_resources_test build/tests/integration_lifecycle_test \
-         build/tests/integration_id_slots_test build/tests/integration_executor_test; do
+         build/tests/integration_id_slots_test build/tests/integration_executor_test \
+         build/tests/integration_landlock_test; do
   [ -x "$t" ] || { echo "   missing $t"; failed=$((failed + 1)); continue; }
   start=$(date +%s)
   if timeout 1200 "$t" --gtest_brief=1 >"/tmp/$(basename "$t").log" 2>&1; then

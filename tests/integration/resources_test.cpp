@@ -109,10 +109,11 @@ TEST(Resources, HalfACpuGetsAboutHalfACpu) {
   double wall = r.result["duration_ms"].get<double>();
   double share = cpu / wall;
   std::cout << "[ measured ] cpu share " << share << " for --cpus 0.5\n";
-  // The quota caps the share at 0.5 (plus start-up slack); the lower bound only guards against a
-  // starved or never-started payload, since CI shares this machine's 2 CPUs with other tests.
+  // The quota caps the share at 0.5 (plus start-up slack): that is the protection. How much of
+  // it the loop gets depends on the host's CPUs and what runs beside the test (1 vCPU under
+  // ctest -j2 gives ~0.1), so the lower bound only says the payload ran.
   EXPECT_LT(share, 0.6);
-  EXPECT_GT(share, 0.2);
+  EXPECT_GT(cpu, 0.0) << "the payload never ran";
 }
 
 TEST(Resources, StatsStreamHasSamples) {

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -35,10 +36,29 @@ std::string userns_limit() {
   return v;
 }
 
+// Whether an unprivileged user may make a user namespace here: 0, or the errno (Ubuntu 23.10+'s
+// AppArmor restriction and Debian's unprivileged_userns_clone=0 refuse it with the sysctl above
+// still nonzero).
+int unprivileged_userns_errno() {
+  const pid_t pid = ::fork();
+  if (pid < 0) return errno;
+  if (pid == 0) {
+    if (::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0) ::_exit(126);
+    ::_exit(::unshare(CLONE_NEWUSER) == 0 ? 0 : (errno & 0xff));
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return EIO;
+  return WEXITSTATUS(status);
+}
+
 struct UnprivilegedRun : ::testing::Test {
   void SetUp() override {
     if (getuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged user for the test";
     if (userns_limit() == "0") GTEST_SKIP() << "host lacks user namespaces (user.max_user_namespaces=0)";
+    if (const int e = unprivileged_userns_errno())
+      GTEST_SKIP() << "this host refuses user namespaces to unprivileged users (" << std::strerror(e)
+                   << ": AppArmor's kernel.apparmor_restrict_unprivileged_userns or Debian's "
+                      "kernel.unprivileged_userns_clone=0); doctor names the fix";
     src = reachable_source();
     ASSERT_FALSE(src.empty());
     chmod(dir.path().c_str(), 0755);
