@@ -161,15 +161,17 @@ def test_env_reaches_the_program(sandbox):
 
 
 def test_deadline_stops_the_launcher_and_leaves_nothing(sandbox):
-    import subprocess, time
+    import os, subprocess, time
+    marker = f"deadline-marker-{os.getpid()}-{time.monotonic_ns()}"  # in the payload's argv
     started = time.monotonic()
     with pytest.raises(DeadlineError) as e:
-        sandbox.run("import time\nprint('started', flush=True)\ntime.sleep(60)\n", deadline=3, trust="untrusted")
+        sandbox.run("import time\nprint('started', flush=True)\ntime.sleep(60)\n", deadline=3, trust="untrusted",
+                    args=[marker])
     assert time.monotonic() - started < 20
     # The launcher answered SIGTERM: it killed the sandbox and reported the run's end.
     assert e.value.result is not None and e.value.result.stdout.startswith("started")
-    left = subprocess.run(["pgrep", "-f", "time.sleep\\(60\\)"], capture_output=True, text=True).stdout
-    assert left.strip() == ""
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    assert left.strip() == "", "the sandboxed program outlived the deadline"
     with pytest.raises(UsageError):
         sandbox.run("print(1)", deadline=0)
 
