@@ -3,6 +3,7 @@
 // mid-run. Every message gets its JSON-RPC answer, the server keeps serving, nothing is left.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -105,16 +106,22 @@ test("a client that goes away mid-run leaves nothing running", async () => {
   s.send(init);
   await s.next((r) => r.id === 0);
   const marker = `vanishing-client-${Date.now()}`;
-  s.send({ jsonrpc: "2.0", id: 1, method: "tools/call",
-           params: { name: "run_python", arguments: { code: `import time\n# ${marker}\ntime.sleep(60)\n` } } });
-  await new Promise((res) => setTimeout(res, 1500));
+  const code = `import time\n# ${marker}\ntime.sleep(60)\n`;
+  const sha = createHash("sha256").update(code).digest("hex");
+  s.send({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "run_python", arguments: { code } } });
+  // This run's own run_start (the log is shared with the tests before): it is running.
+  const records = () => readFileSync(LOG, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  let start;
+  for (let i = 0; i < 300 && !start; i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    start = records().find((r) => r.event === "run_start" && r.code?.sha256 === sha);
+  }
+  assert.ok(start, "the run started");
   const started = Date.now();
   s.p.stdin.end();
   assert.equal(await s.exited, 0);
   assert.ok(Date.now() - started < 10000, "the server ended at once, its run killed");
-  const recs = readFileSync(LOG, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-  const start = recs.filter((r) => r.event === "run_start").pop();
-  const end = recs.find((r) => r.event === "run_end" && r.run_id === start.run_id);
+  const end = records().find((r) => r.event === "run_end" && r.run_id === start.run_id);
   assert.ok(end, "its run_end is recorded");
   assert.equal(end.status, "error");
 });

@@ -2,6 +2,7 @@
 // StreamableHTTPClientTransport: sessions per client, runs, an elicitation round trip on the
 // call's stream, cancel, 8 clients at once; the token, the Origin and the session id enforced.
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -58,16 +59,22 @@ test("a cancelled call over HTTP kills its run", async () => {
   const c = await connect();
   const ac = new AbortController();
   const started = Date.now();
-  const call = c.callTool({ name: "run_python", arguments: { code: `import time\ntime.sleep(30)\n# ${started}` } },
-                          undefined, { signal: ac.signal });
-  setTimeout(() => ac.abort("changed my mind"), 1500);
+  const code = `import time\ntime.sleep(30)\n# ${started}`;
+  const sha = createHash("sha256").update(code).digest("hex");
+  const call = c.callTool({ name: "run_python", arguments: { code } }, undefined, { signal: ac.signal });
+  const records = () => readFileSync(LOG, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  let start;  // this run's own (the log is shared): cancelled once it runs
+  for (let i = 0; i < 300 && !start; i++) {
+    await new Promise((res) => setTimeout(res, 100));
+    start = records().find((r) => r.event === "run_start" && r.code?.sha256 === sha);
+  }
+  assert.ok(start, "the run started");
+  ac.abort("changed my mind");
   await assert.rejects(call);
   let end;
   for (let i = 0; i < 100 && !end; i++) {
     await new Promise((res) => setTimeout(res, 100));
-    const recs = readFileSync(LOG, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-    const start = recs.filter((r) => r.event === "run_start").pop();
-    end = recs.find((r) => r.event === "run_end" && r.run_id === start.run_id);
+    end = records().find((r) => r.event === "run_end" && r.run_id === start.run_id);
   }
   assert.ok(end && Date.now() - started < 15000, "run_end within seconds, not at the 30 s sleep's end");
   await c.close();
