@@ -24,7 +24,6 @@ namespace sandboxrun::launch {
 inline constexpr const char* kAttachedRootBase = "/tmp";
 inline constexpr const char* kAttachedRoot = "/tmp/sandboxrun-root";
 
-// Sent by the child over the error pipe when a setup step fails.
 // One report of pid 1's over the error pipe (one write, under PIPE_BUF): a failed setup step
 // (fatal: pid 1 exits next), or a degradation (the run goes on without something, said in
 // RunOutcome::degradations); EOF at the payload's execve.

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "common/sha256.hpp"
+#include "audit/audit_format.hpp"
 #include "sandboxrun/error.hpp"
 
 namespace sandboxrun::mcp {
@@ -19,22 +19,6 @@ constexpr auto kElicitTimeout = std::chrono::minutes(10);
 constexpr int kServerBusy = -32000;
 constexpr int kResourceNotFound = -32002;
 constexpr int kUnsupportedVersion = -32022;  // 2026-07-28: data {supported, requested}
-
-// HMAC-SHA256 (RFC 2104) over the project's SHA-256.
-std::string hmac_sha256(std::string key, std::string_view message) {
-  if (key.size() > 64) key = sha256_raw(key);
-  key.resize(64, '\0');
-  std::string inner = key, outer = key;
-  for (char& c : inner) c ^= 0x36;
-  for (char& c : outer) c ^= 0x5c;
-  Sha256 in;
-  in.update(inner);
-  in.update(message);
-  Sha256 out;
-  out.update(outer);
-  out.update(in.finish());
-  return out.finish();
-}
 
 // A 2026-07-28 result: complete, and cacheable ones say for how long (not at all: a server's
 // tools and outputs are its own, and outputs come and go).
@@ -182,7 +166,9 @@ void Server::on_modern_request(const Request& r) {
 }
 
 std::string Server::request_state(const std::string& tool, const json& args) const {
-  return hex_of(hmac_sha256(state_key_, tool + '\n' + args.dump()));
+  // The audit chain's keyed hasher (OpenSSL's HMAC-SHA256); one per call: calls run on many threads.
+  const audit::HexDigest mac = audit::RecordHasher(state_key_).digest(tool + '\n', args.dump());
+  return std::string(mac.begin(), mac.end());
 }
 
 void Server::on_request(const Request& r) {
