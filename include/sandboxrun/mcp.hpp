@@ -35,7 +35,8 @@ struct HttpOptions {
 
 // Serves clients over Streamable HTTP until SIGINT, SIGTERM or SIGHUP; each MCP session (an
 // Mcp-Session-Id, made at initialize) is one client as on stdio, ended by DELETE or by the
-// server's end. Throws Error when it cannot listen, or would listen beyond loopback without a
+// server's end. Those signals must be blocked in every thread (before any starts) and the
+// Executor opened with stop_signals = false: a thread of the server's takes them. Throws Error when it cannot listen, or would listen beyond loopback without a
 // token. Implemented in the sandboxrun-mcp-http helper (libcpp-httplib), which `sandboxrun
 // mcp --http` runs: the sandboxrun binary itself stays free of libssl and the HTTP library.
 int serve_http(const Executor& executor, const Options& options, const HttpOptions& http);

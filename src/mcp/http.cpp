@@ -4,11 +4,8 @@
 // own so that two clients' equal ids never meet, and gets its own id back in the answer. A
 // tools/call is answered on an SSE stream (its progress and the questions asked while it runs go
 // there first); other requests get their JSON response. cpp-httplib does the HTTP.
-#include <fcntl.h>
 #include <httplib.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -100,20 +97,6 @@ bool origin_allowed(const std::string& origin, const std::vector<std::string>& a
     if (origin == l || (origin.rfind(l + ":", 0) == 0)) return true;
   }
   return false;
-}
-
-// SIGINT, SIGTERM, SIGHUP stop the server. Every other thread blocks them, and a run's monitor
-// reads them from a signalfd (to kill its sandbox on Ctrl-C): were they left pending, a
-// session's monitor could take the SIGTERM meant for the server. So one thread unblocks them
-// and gets them delivered, to this handler; the write end of its pipe is the one global, as a
-// handler can reach nothing else.
-std::atomic<int> g_stop_write{-1};
-void on_stop_signal(int) {
-  const int fd = g_stop_write.load();
-  const char c = 1;
-  if (fd >= 0 && ::write(fd, &c, 1) < 0) {
-    // the pipe is full: a stop is already on its way
-  }
 }
 
 void json_reply(httplib::Response& res, int status, const json& body) {
@@ -288,24 +271,16 @@ int serve_http(const Executor& executor, const Options& opt, const HttpOptions& 
   if (port < 0) throw Error("cannot listen on " + http.host + ":" + std::to_string(http.port), "is the port in use?");
   std::cerr << "sandboxrun mcp: listening on http://" << http.host << ":" << port << kPath << std::endl;
 
-  int stop_pipe[2];
-  if (::pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw_errno("cannot make a pipe");
-  const UniqueFd stop_read(stop_pipe[0]), stop_write(stop_pipe[1]);
-  g_stop_write = stop_write.get();
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
+  // SIGINT, SIGTERM, SIGHUP stop the server: blocked in every thread (see mcp.hpp), taken here.
+  // The runs leave them alone (ExecutorOptions::stop_signals = false), so no run's monitor
+  // takes one meant for the server.
   sigset_t set;
   sigemptyset(&set);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-    ::sigaction(sig, &sa, nullptr);
-    sigaddset(&set, sig);
-  }
-  std::thread stopper([&svr, set, fd = stop_read.get()] {
-    ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);  // the one thread they are delivered to
-    pollfd p{fd, POLLIN, 0};
-    while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
-    }
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread stopper([&svr, set] {
+    int sig = 0;
+    ::sigwait(&set, &sig);
     svr.stop();
   });
   // Abandoned MCP sessions: looked for once a minute.
@@ -331,9 +306,8 @@ int serve_http(const Executor& executor, const Options& opt, const HttpOptions& 
     }
   });
   svr.listen_after_bind();
-  on_stop_signal(0);  // wakes the stopper when the server stopped another way
+  ::pthread_kill(stopper.native_handle(), SIGTERM);  // wakes it when the server stopped another way
   stopper.join();
-  g_stop_write = -1;  // stop_write closes on return
   {
     std::lock_guard lock(reap_mu);
     done = true;
