@@ -40,7 +40,7 @@ if [ ! -f "$cache/$kver/vmlinuz" ] || [ ! -f "$cache/$kver/initrd.gz" ]; then
   cp "$cache/$kver/deb/boot/vmlinuz-$kver" "$cache/$kver/vmlinuz"
   ird=$cache/$kver/initrd
   cp "$(command -v busybox)" "$ird/bin/busybox"
-  for a in sh mount mkdir modprobe switch_root echo cat sleep; do ln -s busybox "$ird/bin/$a"; done
+  for a in sh mount umount mkdir modprobe switch_root; do ln -s busybox "$ird/bin/$a"; done
   # The modules the root needs (virtio PCI, 9p, overlay) and theirs, found by modprobe.
   mods="drivers/virtio/virtio drivers/virtio/virtio_ring drivers/virtio/virtio_pci_modern_dev
         drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci net/9p/9pnet net/9p/9pnet_virtio
@@ -57,7 +57,7 @@ if [ ! -f "$cache/$kver/vmlinuz" ] || [ ! -f "$cache/$kver/initrd.gz" ]; then
     echo 'mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev'
     echo 'modprobe virtio_pci && modprobe 9pnet_virtio && modprobe 9p && modprobe overlay'
     cat <<'INIT'
-mkdir -p /lower /upper /root /out
+mkdir -p /lower /upper /root
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot /lower || { echo "no host root"; exec sh; }
 mount -t tmpfs -o size=75% tmpfs /upper && mkdir -p /upper/u /upper/w
 mount -t overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w overlay /root
