@@ -156,6 +156,22 @@ struct CellEvent {
   bool operator==(const CellEvent&) const = default;
 };
 
+// One item of a cell's output as the host received it: the stream or MIME type, its size and
+// digest. Base64 types (image/png, image/jpeg) are measured decoded, so the digest is the file's.
+struct CellOutputItem {
+  std::string kind{};                 // stdout | stderr | result | display
+  std::optional<uint64_t> index{};    // display: its position among the cell's display items
+  std::optional<std::string> mime{};  // result, display: the MIME type
+  uint64_t size = 0;
+  std::string sha256{};
+  std::optional<bool> truncated{};  // stdout, stderr: cut at output_limit
+  static constexpr auto fields =
+      std::tuple{field("kind", &CellOutputItem::kind), field("index", &CellOutputItem::index),
+                 field("mime", &CellOutputItem::mime), field("size", &CellOutputItem::size),
+                 field("sha256", &CellOutputItem::sha256), field("truncated", &CellOutputItem::truncated)};
+  bool operator==(const CellOutputItem&) const = default;
+};
+
 // How a cell that ran ended.
 struct CellEndEvent {
   static constexpr std::string_view kEvent = "cell_end";
@@ -165,10 +181,12 @@ struct CellEndEvent {
   uint64_t duration_ms = 0;
   std::optional<std::string> ename{};  // the exception it raised, as the driver reported it
   std::optional<ResourcesRecord> resources{};  // CellResult::resources
+  std::vector<CellOutputItem> outputs{};       // what came back, in order; empty for a lost cell
   static constexpr auto fields =
       std::tuple{flatten(&CellEndEvent::run), field("cell", &CellEndEvent::cell),
                  field("status", &CellEndEvent::status), field("duration_ms", &CellEndEvent::duration_ms),
-                 field("ename", &CellEndEvent::ename), field("resources", &CellEndEvent::resources)};
+                 field("ename", &CellEndEvent::ename), field("resources", &CellEndEvent::resources),
+                 field("outputs", &CellEndEvent::outputs)};
   bool operator==(const CellEndEvent&) const = default;
 };
 

@@ -241,6 +241,9 @@ class Session {
   // ends as `timeout`'s interrupted cells do, or the session is lost if it ignores it until the
   // cell's timeout and grace.
   void interrupt();
+  // The session's cgroup as last sampled (monitoring.interval): memory_current is what the
+  // session's sandbox holds between cells. None with monitoring off or before the first sample.
+  std::optional<CgroupUsage> usage() const;
 
  private:
   friend class Executor;

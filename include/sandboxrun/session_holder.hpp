@@ -46,12 +46,18 @@ struct SessionInfo {
   std::string started_at{};  // UTC, ISO 8601
   uint64_t cells = 0;        // cells run so far
   bool alive = false;
+  // What the session costs: its sandbox's cgroup as last sampled (none with monitoring off) and
+  // the holder process's proportional set size.
+  std::optional<uint64_t> memory_bytes{};
+  uint64_t holder_pss_bytes = 0;
   static constexpr auto fields = std::tuple{
       record::field("session_id", &SessionInfo::session_id), record::field("pid", &SessionInfo::pid),
       record::field("uid", &SessionInfo::uid), record::field("trust", &SessionInfo::trust),
       record::field("image", &SessionInfo::image), record::field("caller", &SessionInfo::caller),
       record::field("labels", &SessionInfo::labels), record::field("started_at", &SessionInfo::started_at),
-      record::field("cells", &SessionInfo::cells), record::field("alive", &SessionInfo::alive)};
+      record::field("cells", &SessionInfo::cells), record::field("alive", &SessionInfo::alive),
+      record::field("memory_bytes", &SessionInfo::memory_bytes),
+      record::field("holder_pss_bytes", &SessionInfo::holder_pss_bytes)};
   bool operator==(const SessionInfo&) const = default;
 };
 

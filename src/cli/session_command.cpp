@@ -20,6 +20,7 @@
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/session_holder.hpp"
 #include "sandboxrun/session_limits.hpp"
+#include "sandboxrun/size.hpp"
 #include "session_cli.hpp"
 
 namespace sandboxrun::cli {
@@ -279,13 +280,17 @@ int ls(const std::vector<std::string>& argv) {
       std::cout << dumped(json(list)) << "\n";
       return 0;
     }
-    if (!list.empty()) std::cout << "SESSION                           TRUST      CELLS  STARTED               CALLER\n";
+    if (!list.empty())
+      std::cout << "SESSION                           TRUST      CELLS  MEMORY     STARTED               CALLER\n";
     for (const auto& s : list) {
       std::string trust = s.trust;
       trust.resize(10, ' ');
       std::string cells = std::to_string(s.cells);
       cells.resize(6, ' ');
-      std::cout << s.session_id << "  " << trust << " " << cells << " " << s.started_at << "  "
+      // the sandbox's cgroup and the holder together: what one more idle session costs
+      std::string memory = s.memory_bytes ? format_size(*s.memory_bytes + s.holder_pss_bytes) : "-";
+      memory.resize(10, ' ');
+      std::cout << s.session_id << "  " << trust << " " << cells << " " << memory << " " << s.started_at << "  "
                 << s.caller.value_or("-") << "\n";
     }
     return 0;

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <utility>
 
+#include "common/base64.hpp"
+#include "common/sha256.hpp"
 #include "session/driver_source.hpp"
 #include "session_impl.hpp"
 
@@ -35,6 +37,33 @@ std::string seconds(double s) {
   std::ostringstream out;
   out << s;
   return out.str();
+}
+
+// What the audit keeps of a cell's output: sizes and digests of what the host received (the
+// bytes themselves would put a cell's data, perhaps secrets it printed, into the log).
+std::vector<audit::CellOutputItem> output_manifest(const CellResult& cr) {
+  std::vector<audit::CellOutputItem> items;
+  const auto text = [&](std::string kind, const std::string& data, bool truncated) {
+    if (data.empty() && !truncated) return;
+    items.push_back({.kind = std::move(kind), .index = std::nullopt, .mime = std::nullopt, .size = data.size(),
+                     .sha256 = sha256_hex(data), .truncated = truncated ? std::optional(true) : std::nullopt});
+  };
+  const auto bundle = [&](const char* kind, std::optional<uint64_t> index, const MimeBundle& b) {
+    for (const auto& [mime, data] : b) {
+      // The protocol accepted these as base64 already; a failed decode cannot happen, but keep
+      // the text's measure rather than none.
+      const auto raw = (mime == "image/png" || mime == "image/jpeg") ? base64_decode(data) : std::nullopt;
+      const std::string& bytes = raw ? *raw : data;
+      items.push_back({.kind = kind, .index = index, .mime = mime, .size = bytes.size(),
+                       .sha256 = sha256_hex(bytes), .truncated = std::nullopt});
+    }
+  };
+  if (cr.status == CellStatus::lost) return items;
+  text("stdout", cr.output.stdout_data, cr.output.stdout_truncated);
+  text("stderr", cr.output.stderr_data, cr.output.stderr_truncated);
+  if (cr.output.result) bundle("result", std::nullopt, *cr.output.result);
+  for (size_t i = 0; i < cr.output.display.size(); ++i) bundle("display", i, cr.output.display[i]);
+  return items;
 }
 
 // pid 1's children (the driver, and orphans of the cells): what an interrupt goes to.
@@ -173,6 +202,8 @@ Session::~Session() {
 }
 
 const std::string& Session::id() const { return impl_->who.run_id; }
+
+std::optional<CgroupUsage> Session::usage() const { return impl_->last_usage(); }
 
 bool Session::alive() const {
   std::lock_guard lock(impl_->mu);
@@ -395,7 +426,7 @@ CellResult Session::run(const CellRequest& cell) {
       audit::CellEndEvent{.run = {}, .cell = n, .status = to_string(cr.status),
                           .duration_ms = static_cast<uint64_t>(cr.duration.count()),
                           .ename = cr.output.error ? std::optional(cr.output.error->ename) : std::nullopt,
-                          .resources = cr.resources},
+                          .resources = cr.resources, .outputs = output_manifest(cr)},
       si.who);
   return cr;
 }

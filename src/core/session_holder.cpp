@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <list>
 #include <thread>
 
@@ -51,6 +52,19 @@ std::string decoded(const nlohmann::json& req, const char* key) {
   return std::move(*data);
 }
 
+// This process's proportional set size (shared pages counted by share, so that N holders sum to
+// what they cost together); 0 where smaps_rollup cannot be read (kernels before 4.14).
+uint64_t holder_pss_bytes() {
+  FILE* f = std::fopen("/proc/self/smaps_rollup", "re");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f)) found = std::sscanf(line, "Pss: %llu kB", &kib) == 1;
+  std::fclose(f);
+  return found ? kib * 1024 : 0;
+}
+
 class Holder {
  public:
   Holder(Session& s, SessionInfo info, std::filesystem::path socket)
@@ -80,6 +94,8 @@ class Holder {
       SessionInfo i = info_;
       i.cells = cells_;
       i.alive = session_.alive();
+      if (const auto u = session_.usage()) i.memory_bytes = u->memory_current;
+      i.holder_pss_bytes = holder_pss_bytes();
       return i;
     }
     if (op == "stop") {

@@ -96,7 +96,7 @@ TEST_F(ExecutorSession, EveryCellIsRecordedBeforeItRunsAndTheLogVerifies) {
   {
     Session s = open();
     id = s.id();
-    s.run({.code = "z = 1\n"});
+    s.run({.code = "z = 1\nprint('hi')\nz\n"});
     s.run({.code = "1 / 0\n"});
   }
   std::vector<std::string> events;
@@ -111,8 +111,20 @@ TEST_F(ExecutorSession, EveryCellIsRecordedBeforeItRunsAndTheLogVerifies) {
       EXPECT_EQ(j.at("code").value("name", ""), "<cell 2>");
       EXPECT_EQ(j.value("level", ""), "LOW");
     }
+    if (j.value("event", "") == "cell_end" && j.value("cell", 0) == 1) {
+      // The outputs manifest: what came back, measured by the host, not the bytes.
+      const auto outputs = j.at("outputs");
+      ASSERT_EQ(outputs.size(), 2u) << outputs.dump();
+      EXPECT_EQ(outputs[0].value("kind", ""), "stdout");
+      EXPECT_EQ(outputs[0].value("size", 0), 3);
+      EXPECT_EQ(outputs[0].value("sha256", ""), "98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4");
+      EXPECT_EQ(outputs[1].value("kind", ""), "result");
+      EXPECT_EQ(outputs[1].value("mime", ""), "text/plain");
+      EXPECT_EQ(outputs[1].value("sha256", ""), "6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b");
+    }
     if (j.value("event", "") == "cell_end" && j.value("cell", 0) == 2) {
       EXPECT_EQ(j.value("ename", ""), "ZeroDivisionError");
+      EXPECT_TRUE(j.at("outputs").empty()) << "the traceback is the error, not output";
     }
   }
   EXPECT_EQ(sandboxrun::testing::run_binary({"audit", "verify", "--log", log}).exit_code, 0);

@@ -93,6 +93,10 @@ TEST_F(SessionCli, CellsFilesAndStopThroughTheHolder) {
   EXPECT_EQ(listed[0].value("session_id", ""), id);
   EXPECT_EQ(listed[0].value("cells", 0), 6);
   const int holder = listed[0].value("pid", 0);
+  // What an idle session costs: its sandbox's cgroup (an interpreter: megabytes) and its holder.
+  EXPECT_GT(listed[0].value("memory_bytes", uint64_t{0}), uint64_t{1} << 20) << ls.out;
+  EXPECT_GT(listed[0].value("holder_pss_bytes", uint64_t{0}), uint64_t{0}) << ls.out;
+  EXPECT_NE(session({"ls"}).out.find("MiB"), std::string::npos);
 
   Exec stop = session({"stop", id, "--json"});
   EXPECT_EQ(stop.exit_code, 0) << stop.err;

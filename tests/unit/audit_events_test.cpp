@@ -205,6 +205,7 @@ TEST(AuditEvents, TheDocsTablesNameWhatTheTypesDeclare) {
   check(std::string(ev::RepairEvent::kEvent), declared<ev::RepairEvent>(false));
   check("run context", declared<ev::RunContext>(false));
   check("manifest entry", declared<ev::ManifestEntry>(false));
+  check("cell output item", declared<ev::CellOutputItem>(false));
   check("code", declared<CodeRef>(false));
   check("diff_from", declared<CodeDiff>(false));
   check("finding", declared<sandboxrun::Finding>(false));
