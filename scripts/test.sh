@@ -25,15 +25,27 @@ command -v node >/dev/null || { apt-get update -qq && apt-get install -y -qq --n
 npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
 npm ci --prefix tests/mcp/inspector --ignore-scripts --no-audit --no-fund --loglevel=error
 
-# A test removes what it puts in /tmp: anything new there after a suite fails the run, by name
-# against this list (services' systemd-private-* directories aside).
+# A test removes what it puts in /tmp. The suite runs with a TMPDIR of its own, which must be
+# empty after each stage; in /tmp itself only this suite's own names count (what a test or the
+# launcher makes there: sandboxrun-*, unit-test.*, deps-cache-test-*, pytest-sandboxrun-*), so
+# a compiler or a service writing to /tmp beside the suite is shown, never a failure.
 tmp_before=$(ls -A /tmp | sort)
+suite_tmp=$(mktemp -d /tmp/sandboxrun-suite.XXXXXX)
+chmod 1777 "$suite_tmp"  # as /tmp: tests that drop to uid 1000 make their directories here too
+export TMPDIR=$suite_tmp
+trap 'rm -rf "$suite_tmp"' EXIT
 check_tmp() {
-  local new
-  new=$(comm -13 <(printf '%s\n' "$tmp_before") <(ls -A /tmp | sort) | grep -v '^systemd-private-' || true)
-  [[ -z $new ]] && return 0
-  echo "== the tests left these in /tmp (each test must remove its own):"
-  sed 's|^|  /tmp/|' <<<"$new"
+  local new ours left
+  new=$(comm -13 <(printf '%s\n' "$tmp_before") <(ls -A /tmp | sort) | grep -vx "$(basename "$suite_tmp")" || true)
+  ours=$(grep -E '^(sandboxrun|unit-test\.|deps-cache-test-|pytest-sandboxrun)' <<<"$new" || true)
+  left=$(ls -A "$suite_tmp")
+  if [[ -n $new && $new != "$ours" ]]; then
+    echo "== (new in /tmp during the suite, not the suite's: $(grep -cvE '^(sandboxrun|unit-test\.|deps-cache-test-|pytest-sandboxrun)' <<<"$new") entries, not counted)"
+  fi
+  [[ -z $ours && -z $left ]] && return 0
+  echo "== the tests left these behind (each test must remove its own):"
+  [[ -n $ours ]] && sed 's|^|  /tmp/|' <<<"$ours"
+  [[ -n $left ]] && sed "s|^|  $suite_tmp/|" <<<"$left"
   return 1
 }
 

@@ -25,7 +25,7 @@ const std::string kBuildDir = fs::path(SANDBOXRUN_BIN).parent_path().string();
 // Installs once per process into a prefix under `dir`.
 std::string install_into(const TempDir& dir) {
   const std::string prefix = dir.path() + "/prefix";
-  auto r = run_program("/usr/bin/cmake", {"--install", kBuildDir, "--prefix", prefix});
+  auto r = run_program(SANDBOXRUN_CMAKE, {"--install", kBuildDir, "--prefix", prefix});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   return prefix;
 }
@@ -134,10 +134,10 @@ TEST(Install, AServiceBuiltAgainstTheInstalledLibraryRunsJobs) {
   const std::string prefix = install_into(d);
   const std::string examples = prefix + "/share/doc/sandboxrun/examples";
   const std::string build = d.path() + "/service-build";
-  auto configure = run_program("/usr/bin/cmake", {"-S", examples, "-B", build, "-DCMAKE_PREFIX_PATH=" + prefix,
+  auto configure = run_program(SANDBOXRUN_CMAKE, {"-S", examples, "-B", build, "-DCMAKE_PREFIX_PATH=" + prefix,
                                                   "-DCMAKE_BUILD_TYPE=Release"});
   ASSERT_EQ(configure.exit_code, 0) << configure.out << configure.err;
-  auto compile = run_program("/usr/bin/cmake", {"--build", build});
+  auto compile = run_program(SANDBOXRUN_CMAKE, {"--build", build});
   ASSERT_EQ(compile.exit_code, 0) << compile.out << compile.err;
   const std::string conf = sandboxrun::testing::write_config(d);
   auto r = run_program(build + "/example-service", {fs::path(conf).parent_path().string(), d.path() + "/audit.log"});

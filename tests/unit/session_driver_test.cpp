@@ -17,6 +17,7 @@
 #include "sandboxrun/error.hpp"
 #include "sandboxrun/fd.hpp"
 #include "session/protocol.hpp"
+#include "test_util.hpp"
 
 using namespace sandboxrun;
 using namespace sandboxrun::session;
@@ -162,11 +163,15 @@ TEST(SessionDriver, OutputAndDisplayAreBoundedPerCell) {
 TEST(SessionDriver, AnInterruptEndsTheCellWithKeyboardInterrupt) {
   Driver d;
   d.run("z = 1\n");
+  // The interrupt goes once the cell says it runs (a file it makes), not after a guessed delay:
+  // between cells the driver ignores SIGINT by design.
+  test_util::TempDir t;
+  const std::string started = t.path() / "started";
   std::thread interrupt([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (int i = 0; i < 2000 && !std::filesystem::exists(started); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ::kill(d.pid(), SIGINT);
   });
-  auto c = d.run("import time\nfor _ in range(200): time.sleep(0.1)\n");
+  auto c = d.run("import time\nopen('" + started + "', 'w').close()\nfor _ in range(200): time.sleep(0.1)\n");
   interrupt.join();
   ASSERT_TRUE(c.error);
   EXPECT_EQ(c.error->ename, "KeyboardInterrupt");
