@@ -28,7 +28,31 @@ struct ArgInfo {
   bool dynamic = false;  // not a constant (names, calls, formatting, f-string fields)
   bool folded = false;   // a constant assembled from pieces: 'ev'+'al', chr(101), s[::-1]
   bool decoded = false;  // carries data from a decoder (base64, hex, rot13, zlib ...)
+  // Host data it carries (Flow bits): read from a system file, a secret, the whole environment;
+  // kept through every value built from it (variables, returns, containers, f-strings, calls).
+  uint8_t flows = 0;
+  uint32_t flow_line = 0;  // where the first of that data was read
+  // Inside a function of the file: which of its parameters the value is built from (bit i:
+  // parameter i), so that a call with host data in that argument reaches the calls it feeds.
+  uint32_t params = 0;
+  // And which parameters name a file it holds the contents of (def read(p): return open(p).read()):
+  // a call with a host path there reads host data.
+  uint32_t path_params = 0;
 };
+
+// Where data in a value came from (ArgInfo::flows). The rules name them (`flows: [...]`).
+enum Flow : uint8_t {
+  flow_host = 1,     // a file under /etc, /proc, /sys, /boot, /var/log, /root or /home
+  flow_secret = 2,   // credentials: shadow, SSH/GPG keys, cloud and browser credential stores
+  flow_environ = 4,  // the whole environment (os.environ as a value, .copy(), .items())
+  // Not the host's: serialized by the program from a value it made (pickle.dumps(obj)), so
+  // decoding it again (zlib, base64) yields its own objects, no payload.
+  flow_own = 8,
+};
+// "host", "secret", "environ" -> its bit; 0 for any other name.
+uint8_t flow_named(std::string_view name) noexcept;
+// The kind of host data a read of `path` gives (0: none of the host's).
+uint8_t flow_of_path(std::string_view path) noexcept;
 
 // Evidence detectors; the rules file refers to them by these names.
 enum class Detector : uint8_t {

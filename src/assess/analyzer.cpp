@@ -162,6 +162,7 @@ void Analyzer::on_token(const Token& t) {
   if (frames_.back().kind == FrameKind::subscript && !overflow_ && t.text != "]")
     append_capped(frames_.back().sig, t.text, 16);
   token_hooks(t, line);
+  lambda_token(t);
   const bool was_dot = dot_pending_;
   const bool was_string = prev_string_;
   dot_pending_ = false;
@@ -214,28 +215,46 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     bind(std::string(name), as_value_);
     return;
   }
+  if (param_next_ && header_ == Header::def_ && def_is_function_ && frames_.size() == 2 && !was_dot) {
+    if (def_params_.size() < 32) def_params_.emplace_back(name);
+    param_next_ = false;
+  }
   if (name == "__doc__") doc_referenced_ = true;
   if (was_dot && prim_.active) {
     if (prim_.val.kind == Kind::string) {
       prim_.method.assign(name);
       return;
     }
-    if (!is_name_kind(prim_.val.kind)) prim_.val = ArgInfo{{}, Kind::name, "?", true};
+    if (!is_name_kind(prim_.val.kind)) {
+      ArgInfo unknown{{}, Kind::name, "?", true};
+      carry_flow(unknown, prim_.val);
+      prim_.val = std::move(unknown);
+    }
     prim_.val.kind = Kind::name;
+    // self.lines.append(...): the receiver is the attribute self.lines.
+    if (prim_.attrs == 1 && prim_.raw_name.starts_with("self.")) prim_.receiver = prim_.raw_name;
+    if (prim_.attrs < 3) ++prim_.attrs;
     append_capped(prim_.val.text, ".", kMaxQual);
     append_capped(prim_.val.text, name, kMaxQual);
     // `self.run` is a name of its own: `self.run = os.system` binds it, as `run = ...` would.
     if (prim_.raw_name == "self") prim_.raw_name = "self." + std::string(name);
     else prim_.raw_name.clear();
     // An attribute the file assigned: `self.run = os.system`, a class's `cmd = "rm -rf /"`.
-    if (dotted_symbols_)
-      if (auto it = symbols_.find(prim_.val.text); it != symbols_.end()) prim_.val = it->second;
+    if (dotted_symbols_) {
+      if (auto it = symbols_.find(prim_.val.text); it != symbols_.end()) {
+        prim_.val = it->second;
+      } else if (std::string_view q = prim_.val.text; q.starts_with("local:") && q.find("().") != std::string_view::npos) {
+        // obj.attr where obj = local:Cls(): what the class's methods set as self.attr.
+        if (auto own = symbols_.find("self." + std::string(name)); own != symbols_.end()) prim_.val = own->second;
+      }
+    }
     return;
   }
   if (frames_.size() == 1 && ((!targets_.empty() && name == targets_[0]) || name == aug_target_)) ++self_refs_;
   python2_statement(line, true);
   flush();
   prim_ = Primary{true, resolve(name), std::string(name), {}, line};
+  prim_.receiver = name;
 }
 
 ArgInfo Analyzer::resolve(std::string_view name) const {
@@ -254,11 +273,14 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
   if (kw == "def" || kw == "class") {
     def_pending_ = true;
     def_is_function_ = kw == "def";
+    def_params_.clear();
+    param_next_ = false;
     return;
   }
   if (kw == "break") mark_exit(false);
-  if (kw == "return") {
-    mark_exit(true);
+  // A generator's yield is what a call of it gives, as a return is.
+  if (kw == "return" || kw == "yield") {
+    if (kw == "return") mark_exit(true);
     for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
       if (it->kind == BlockKind::function) {
         return_fn_ = it->name + "()";
@@ -331,10 +353,19 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   std::string_view op = t.text;
   // Single-character operators by value: this runs for every operator token.
   const char c = op.size() == 1 ? op[0] : '\0';
+  if (header_ == Header::def_ && def_is_function_ && !header_colon_) note_def_param_op(op);
   Frame& top = frames_.back();
   if (c == ':' && header_ == Header::for_ && !header_colon_ && frames_.size() == 1) {
     if (for_phase_ == 1) report_environ_walk();  // `for key in os.environ:`
     bind_loop_targets();
+    // `for line in f:` over a value that carries host data: each item carries it.
+    if (const ArgInfo& iter = prim_.active ? prim_.val : top.cur;
+        (iter.flows || iter.params || iter.path_params) && for_targets_ok_)
+      for (const auto& name : for_targets_) {
+        ArgInfo v = resolve(name);
+        carry_flow(v, iter);
+        bind(name, v);
+      }
   }
   // `bytes(b ^ key for b in data)`, `chr(ord(c) ^ k)`: bytes decoded with an XOR key.
   if (c == '^') {
@@ -455,7 +486,8 @@ void Analyzer::end_statement(bool suite_continues) {
       const ArgInfo& v = s.args[0];
       // Only values that carry evidence: a constant, folded or decoded string. A later return
       // of a plain computed value does not erase what an earlier one showed.
-      if ((v.kind == Kind::string && (!v.dynamic || v.folded || v.decoded)) || v.decoded) {
+      if ((v.kind == Kind::string && (!v.dynamic || v.folded || v.decoded)) || v.decoded || v.flows || v.params ||
+          v.path_params) {
         if (returns_.size() < kMaxSymbols) {
           ArgInfo r = v;
           r.keyword.clear();
@@ -492,13 +524,16 @@ void Analyzer::end_statement(bool suite_continues) {
           // A class body's name is the class's attribute too: `Action.verb` reads it.
           if (!blocks_.empty() && blocks_.back().class_body && t.find('.') == std::string::npos)
             bind(blocks_.back().name + "." + t, value);
-        } else if (value.decoded) {
-          bind(t, ArgInfo{{}, Kind::expr, {}, true, false, true});
+        } else if (value.decoded || value.flows || value.params || value.path_params) {
+          ArgInfo v{{}, Kind::expr, {}, true, false, value.decoded};
+          carry_flow(v, value);
+          bind(t, v);
         } else {
           symbols_.erase(t);
         }
       }
     }
+    end_lambda();
     if (bare_strings_ && !deferred_strings_.empty()) {
       for (auto& [v, l] : deferred_strings_) {
         if (doc_bytes_ + v.size() > kMaxDocBytes) break;
@@ -511,6 +546,7 @@ void Analyzer::end_statement(bool suite_continues) {
     pop_block();
     suite_on_line_ = false;
   }
+  end_lambda();  // import statements and the like
   const bool keep_header = header_colon_;
   frames_.assign(1, Frame{});
   prim_ = Primary{};

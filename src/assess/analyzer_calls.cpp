@@ -2,6 +2,7 @@
 // the value it returns (string methods, imports, getattr, namespaces, paths, decoders).
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <optional>
 #include <string>
@@ -72,12 +73,36 @@ ArgInfo Analyzer::close_call(Frame& f) {
   note_control_flow(qual, f.args);
   // Before report_call: an attrgetter called is a reference, not a call the rules rate.
   if (qual.starts_with(kGetterOf)) return getter_call_value(qual_text, f.args, f.line);
+  if (qual == "timeit.timeit" || qual == "timeit.repeat" || qual == "timeit.Timer") own_benchmark(f.args);
   report_call(qual_text, f.args, f.line);
-  if (const ArgInfo* v = own_return_value(qual_text, f.args, f.line)) return *v;
+  note_param_call(qual_text, f.args, f.line);
+  if (const ArgInfo* v = own_return_value(qual_text, f.args, f.line)) {
+    ArgInfo r = *v;
+    apply_summary(qual, f, &r);
+    return r;
+  }
+  apply_summary(qual, f, nullptr);
   if (is_path_builder(qual)) {
     if (auto p = path_value(qual, f.args, decoded_args)) return std::move(*p);
   }
-  return named_call_value(f, qual_text, decoded_args);
+  ArgInfo v = named_call_value(f, qual_text, decoded_args);
+  mark_read_source(qual, f.args, v, f.line);
+  return v;
+}
+
+void Analyzer::own_benchmark(std::vector<ArgInfo>& args) const {
+  for (size_t i = 0, pos = 0; i < args.size(); ++i) {
+    ArgInfo& a = args[i];
+    const bool positional = a.keyword.empty() && pos++ < 2;
+    if (!positional && a.keyword != "stmt" && a.keyword != "setup") continue;
+    if (a.kind != Kind::string || !a.dynamic || a.decoded) continue;
+    std::string_view t = a.text;
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\n')) t.remove_prefix(1);
+    size_t n = 0;
+    while (n < t.size() && (std::isalnum(static_cast<unsigned char>(t[n])) || t[n] == '_')) ++n;
+    const bool own_call = n > 0 && n < t.size() && t[n] == '(' && resolve(t.substr(0, n)).text.starts_with("local:");
+    if (own_call || t.starts_with("from __main__ import ")) a.text = "local:" + a.text;
+  }
 }
 
 ArgInfo Analyzer::string_method_value(Frame& f, bool decoded_args) {
@@ -104,7 +129,9 @@ ArgInfo Analyzer::path_method_value(ArgInfo path, const Frame& f, bool decoded_a
   const std::string qual = "pathlib.Path()." + f.method;
   sink_.on_call(CallEvent{qual, f.line, with_path, false, false, depth_ > 0});
   if (method == "expanduser" || method == "resolve") return path;
-  return ArgInfo{{}, Kind::call, qual + "()", true, false, decoded_args};
+  ArgInfo v{{}, Kind::call, qual + "()", true, false, decoded_args};
+  mark_read_source(qual, with_path, v, f.line);
+  return v;
 }
 
 void Analyzer::fold_join(ArgInfo& sep, const std::vector<ArgInfo>& args, uint32_t line) {
@@ -168,6 +195,9 @@ const ArgInfo* Analyzer::own_return_value(const std::string& qual_text, const st
   if (qual.starts_with("local:")) {
     check_fragments(args, line);  // _lookup("set", "uid")
     if (auto it = returns_.find(qual_text + "()"); it != returns_.end()) return &it->second;
+    // obj.method() where obj = local:Cls(): what the class's def of that method returns.
+    if (const size_t dot = qual.rfind("()."); dot != std::string_view::npos && qual.find('.', dot + 3) == std::string_view::npos)
+      if (auto it = returns_.find("local:" + qual_text.substr(dot + 3) + "()"); it != returns_.end()) return &it->second;
   }
   // self.unpack(): a method of the file's own class returns what its def returns.
   if ((qual.starts_with("self.") || qual.starts_with("cls.")) && qual.find('.', qual.find('.') + 1) == std::string::npos) {
@@ -222,7 +252,9 @@ ArgInfo Analyzer::named_call_value(const Frame& f, const std::string& qual_text,
   if (auto v = namespace_value(qual, args, f.line)) return std::move(*v);
   if (auto v = character_value(qual, a0, f.line)) return std::move(*v);
   if (auto text = detail::decode_constant_call(qual, args)) return decoded_value(qual_text, std::move(*text), f.line);
-  if (is_decoder(qual)) r.decoded = true;
+  // Decoding what the program encoded from its own objects gives them back, not a payload.
+  const bool own = std::any_of(args.begin(), args.end(), [](const ArgInfo& a) { return (a.flows & flow_own) != 0; });
+  if (is_decoder(qual) && !own) r.decoded = true;
   // A decoder passed as a value (map(chr, codes), map(bytes.fromhex, parts)) decodes too.
   for (const auto& a : args)
     if (is_name_kind(a.kind) && (a.text == "chr" || is_decoder(a.text))) r.decoded = true;

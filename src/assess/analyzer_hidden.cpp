@@ -209,6 +209,13 @@ bool Analyzer::value_keyword(std::string_view kw, Frame& f) {
     return true;
   }
   if (kw == "lambda" && f.cur.kind == Kind::none) {
+    if (lambda_state_ == 0) {
+      lambda_state_ = 1;
+      lambda_depth_ = frames_.size();
+      lambda_fn_ = frames_.size() == 1 && targets_.size() == 1 && targets_[0].find('.') == std::string::npos
+                       ? "local:" + targets_[0]
+                       : std::string();
+    }
     // A function written in place: no text of its own, and never code from input.
     f.cur.kind = Kind::expr;
     f.cur.text = "<lambda>";
@@ -260,6 +267,8 @@ void Analyzer::augment(const ArgInfo& piece) {
     v = ArgInfo{{}, Kind::expr, {}, true};
   }
   v.decoded = v.decoded || piece.decoded;
+  carry_flow(v, it->second);
+  carry_flow(v, piece);
   bind(aug_target_, v);
 }
 

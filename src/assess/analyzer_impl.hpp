@@ -50,6 +50,7 @@ struct Frame {
   ArgInfo cond_then;
   bool flag_chain = false;  // cur is NAME | NAME ...
   uint32_t key_mask = 0;     // brace: which args are a dict's keys (bit i: args[i])
+  std::string receiver;      // call of NAME.method: NAME (see Primary::receiver)
 };
 
 // The items of a list, tuple, set or dict literal (keys: the items, or a dict's keys).
@@ -65,6 +66,9 @@ struct Primary {
   std::string method;    // attribute read on a string constant
   uint32_t line = 0;
   uint32_t pieces = 0;   // string literals joined implicitly ('a' 'b')
+  // NAME.attr: NAME, while the primary is one name and one attribute (a method's receiver).
+  std::string receiver{};
+  uint8_t attrs = 0;
 };
 
 // A call whose rules care about loops waits in its innermost loop or function block until
@@ -87,7 +91,19 @@ struct Block {
   std::string name;               // function: its symbol ("local:f"); class body: "local:C"
   bool class_body = false;
   std::vector<Deferred> pending;
+  std::vector<std::string> params;  // function: its parameters' names, in order
 };
+
+// A call inside a local function with an argument built from the function's parameters: where
+// the function sends what it is given (analyzer_flows.cpp).
+struct ParamCall {
+  std::string qual;
+  uint32_t line;
+  std::vector<ArgInfo> args;
+};
+constexpr size_t kMaxParamCalls = 32;     // per function
+constexpr size_t kMaxParamCallArgs = 8;   // arguments kept per call
+constexpr size_t kMaxParamCallText = 256; // bytes of each argument's text kept
 
 constexpr size_t kMaxPending = 256;  // deferred calls per block; later ones are reported at once
 
@@ -105,6 +121,11 @@ inline bool append_capped(std::string& dst, std::string_view src, size_t cap) {
 }
 
 inline bool is_name_kind(Kind k) noexcept { return k == Kind::name || k == Kind::call; }
+
+// Data flow (analyzer_flows.cpp): `v` now carries host data of kinds `flows`, read at `line`;
+// `to` carries what `from` carries too.
+void mark_flow(ArgInfo& v, uint8_t flows, uint32_t line);
+void carry_flow(ArgInfo& to, const ArgInfo& from);
 
 class Analyzer {
  public:
@@ -201,6 +222,9 @@ class Analyzer {
   // A finished call: a method of a string constant, a call of a name (reported to the rules,
   // then valued) or of anything else (an expression); its value.
   ArgInfo close_call(Frame& f);
+  // timeit's statement or setup built from the file's own names (f"fn({n})" with fn defined
+  // here, "from __main__ import ..."): a benchmark of its own code, read as the callable it is.
+  void own_benchmark(std::vector<ArgInfo>& args) const;
   // A method of a string constant: decode/encode/strip/lower/upper keep the value, join folds
   // it, path methods are pathlib calls, any other computes.
   ArgInfo string_method_value(Frame& f, bool decoded_args);
@@ -239,6 +263,27 @@ class Analyzer {
   ArgInfo decoded_value(const std::string& qual_text, std::string text, uint32_t line);
   // exec/eval/compile of a constant: the constant is analyzed as code.
   void read_exec_constant(std::string_view qual, const ArgInfo* a0, uint32_t line);
+
+  // A call that reads host data (a system file, secrets, the whole environment): its value is
+  // marked as carrying it (analyzer_flows.cpp).
+  void mark_read_source(std::string_view qual, const std::vector<ArgInfo>& args, ArgInfo& value, uint32_t line);
+  // lines.append(x), buf.write(x), d.update(x): the receiver now holds what x carries.
+  void mutate_receiver(const Frame& f);
+  // A def header's parameters (`param_next_`: the next name is one), bound at the body's start
+  // and forgotten at its end.
+  void note_def_param_op(std::string_view op);
+  void bind_params(const Block& b);
+  // `NAME = lambda a, b: ...`: a and b are its parameters while its body is read, and NAME a
+  // function of the file's own (local:NAME) with the summary of what it sends.
+  void lambda_token(const Token& t);
+  void end_lambda();
+  void forget_params(const Block& b);
+  // A call whose arguments are built from the enclosing function's parameters: kept in that
+  // function's summary.
+  void note_param_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line);
+  // A call of the file's own function (or method): the calls its summary holds are reported
+  // again with what this call's arguments carry, and `ret` (what it returns) takes it too.
+  void apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret);
 
   // A finished subscript and its value (analyzer_values.cpp).
   ArgInfo close_subscript(Frame& f);
@@ -300,6 +345,14 @@ class Analyzer {
   // Names bound to a list, tuple, set or dict literal: its items.
   std::unordered_map<std::string, Items, NameHash, std::equal_to<>> items_;
   std::deque<Fragment> queue_;
+  std::unordered_map<std::string, std::vector<ParamCall>, NameHash, std::equal_to<>> summaries_;
+  std::unordered_map<std::string, std::vector<std::string>, NameHash, std::equal_to<>> params_of_;
+  std::vector<std::string> def_params_;
+  bool param_next_ = false;
+  uint8_t lambda_state_ = 0;  // 1: reading a lambda's parameters, 2: its body
+  size_t lambda_depth_ = 0;
+  std::vector<std::string> lambda_params_;
+  std::string lambda_fn_;
   uint64_t string_budget_ = 0;         // literal bytes on_string_value may still scan (see there)
   uint64_t whole_budget_ = 256 << 10;  // joined-value bytes it may still report and scan
   uint64_t fragment_bytes_ = 0;

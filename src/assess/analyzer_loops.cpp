@@ -8,6 +8,7 @@
 namespace sandboxrun::assess::detail {
 
 void Analyzer::push_block(Block&& b) {
+  bind_params(b);
   if (blocks_.size() < kMaxBlocks) blocks_.push_back(std::move(b));
   else ++block_overflow_;
 }
@@ -20,6 +21,7 @@ void Analyzer::pop_block() {
   if (blocks_.empty()) return;
   Block b = std::move(blocks_.back());
   blocks_.pop_back();
+  forget_params(b);
   const bool endless = (b.kind == BlockKind::loop && b.header_unbounded && !b.exits) ||
                        (b.kind == BlockKind::function && b.recursive && !b.exits);
   if (endless || b.kind == BlockKind::function) {

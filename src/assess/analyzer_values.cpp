@@ -13,10 +13,13 @@ void Analyzer::push(FrameKind k, uint32_t line) { push_frame(k, line); }
 void Analyzer::push_call(uint32_t line) {
   ArgInfo callee = std::move(prim_.val);
   std::string method = std::move(prim_.method);
+  const bool one = prim_.attrs == 1 || (prim_.attrs == 2 && prim_.receiver.starts_with("self."));
+  std::string receiver = one ? std::move(prim_.receiver) : std::string();
   prim_.active = false;
   if (Frame* f = push_frame(FrameKind::call, line)) {
     f->callee = std::move(callee);
     f->method = std::move(method);
+    f->receiver = std::move(receiver);
   }
 }
 
@@ -48,6 +51,8 @@ void Analyzer::flush() {
   if (is_name_kind(p.val.kind)) {
     detail::canonicalize(p.val.text);
     sink_.on_reference(p.val.text, p.line);
+    // The environment as a value (json.dumps(os.environ), {"env": os.environ}): all of it.
+    if (p.val.text == "os.environ" || p.val.text == "os.environb") mark_flow(p.val, flow_environ, p.line);
   } else if (p.val.kind == Kind::string && !p.method.empty()) {
     p.val.dynamic = true;  // an unread attribute of a string: 'x'.upper
   } else if (p.val.kind == Kind::string && !bare_strings_ && p.pieces > 0) {
@@ -80,6 +85,7 @@ void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
     c.folded = true;
     c.dynamic |= v.dynamic;
     c.decoded |= v.decoded;
+    carry_flow(c, v);
   } else {
     // A name that holds several values, joined with more: its values become one group (after
     // a constant: `dir + name` with an unknown dir is no path that starts with name).
@@ -91,6 +97,7 @@ void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
     if (v.kind == Kind::string || (f.flag_chain && is_name_kind(v.kind))) append_capped(c.text, v.text, kMaxText);
     else if (alt) append_capped(c.text, as_group(v.text), kMaxText);
     c.decoded |= v.decoded;
+    carry_flow(c, v);
   }
   f.after_plus = false;
 }
@@ -127,6 +134,22 @@ void Analyzer::close_frame() {
   if (((frames_.size() == 1 && targets_.size() == 1) || (header_ == Header::for_ && !header_colon_)) &&
       (f.kind == FrameKind::list || f.kind == FrameKind::group || f.kind == FrameKind::brace))
     capture_items(f);
+  // What the frame's values carry goes to the value it makes: a call's result (its receiver
+  // and arguments), an item or slice of a value, a container.
+  // One variable of the environment (os.environ["HOME"], env.get("TOKEN")) is a setting, not
+  // the environment.
+  ArgInfo carried;
+  {
+    ArgInfo base;
+    carry_flow(base, f.callee);
+    const std::string_view ct = f.callee.text;
+    if (f.kind == FrameKind::subscript ||
+        (f.kind == FrameKind::call && (ct.ends_with(".get") || ct.ends_with(".pop") || ct.ends_with(".setdefault"))))
+      base.flows &= static_cast<uint8_t>(~flow_environ);
+    carry_flow(carried, base);
+  }
+  for (const auto& a : f.args) carry_flow(carried, a);
+  if (f.kind == FrameKind::call && !f.receiver.empty()) mutate_receiver(f);
   Primary result;
   result.active = true;
   result.line = f.line;
@@ -149,9 +172,11 @@ void Analyzer::close_frame() {
       // method: "os.environ.copy()" when the literal unpacks the environment ({**os.environ}).
       result.val = f.method.empty() ? ArgInfo{{}, Kind::container, {}, true, false, any_decoded(f.args)}
                                     : ArgInfo{{}, Kind::call, f.method, true, false, false};
+      if (!f.method.empty()) mark_flow(result.val, flow_environ, f.line);
       break;
     case FrameKind::fstring: {
       result.val = ArgInfo{{}, Kind::string, std::move(f.cur.text), f.cur.dynamic, false, f.cur.decoded};
+      carry_flow(result.val, f.cur);
       // The string rules read it with "{}" where its fields are: f"{a}:{b}" is no "::".
       if (!result.val.text.empty()) {
         if (bare_strings_) deferred_strings_.emplace_back(f.method, f.line);
@@ -173,11 +198,13 @@ void Analyzer::close_frame() {
         }
         parent.cur.dynamic = true;
         parent.cur.decoded |= any_decoded(f.args);
+        for (const auto& a : f.args) carry_flow(parent.cur, a);
       }
       return;
     }
     case FrameKind::statement: break;
   }
+  carry_flow(result.val, carried);
   prim_ = std::move(result);
 }
 
@@ -329,6 +356,8 @@ void Analyzer::on_header_colon() {
   else if (header_ == Header::def_ && !def_name_.empty()) b.kind = BlockKind::function;
   b.header_unbounded = body;
   b.name = def_name_;
+  if (b.kind == BlockKind::function) b.params = std::move(def_params_);
+  def_params_.clear();
   if (header_ == Header::def_ && !def_is_function_ && !class_header_.empty()) {
     b.class_body = true;
     b.name = "local:" + class_header_;

@@ -64,6 +64,7 @@ struct ArgCondition {
   Strs not_in;            // absent, or its text is none of these
   std::optional<bool> dynamic, decoded, folded;
   std::optional<bool> present;
+  uint8_t flows = 0;      // it carries host data of one of these kinds (Flow bits; 0: any)
 };
 
 // A rule as loaded. Its strings and lists are views of the rule set that holds it.
@@ -100,6 +101,7 @@ struct ArgSpec {
   std::vector<std::string> not_in;
   std::optional<bool> dynamic, decoded, folded;
   std::optional<bool> present;
+  uint8_t flows = 0;
 };
 
 struct RuleSpec {

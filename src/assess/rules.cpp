@@ -195,7 +195,18 @@ bool value_ok(const ArgCondition& c, const ArgInfo& a) {
   if (c.dynamic && *c.dynamic != a.dynamic) return false;
   if (c.decoded && *c.decoded != a.decoded) return false;
   if (c.folded && *c.folded != a.folded) return false;
+  if (c.flows && !(c.flows & a.flows)) return false;
   return true;
+}
+
+// The line the data a `flows` condition matched was read at (0: the rule has none).
+uint32_t flow_source_line(std::span<const ArgCondition> conds, std::span<const ArgInfo> args) {
+  for (const auto& c : conds) {
+    if (!c.flows) continue;
+    for (const auto& a : args)
+      if (a.flows & c.flows) return a.flow_line;
+  }
+  return 0;
 }
 
 bool args_match(std::span<const ArgCondition> conds, std::span<const ArgInfo> args) {
@@ -275,6 +286,11 @@ void RuleEngine::on_call(const CallEvent& call) {
     if (r.type == Rule::Type::call) {
       if (r.unbounded_loop && (!call.unbounded_loop || (r.unless_waiting && call.waiting_loop))) continue;
       if (!args_match(r.args, call.args)) continue;
+      // A rule on where data goes names where it came from.
+      if (const uint32_t from = flow_source_line(r.args, call.args)) {
+        fire(k, call.line, detail + ", data read at line " + std::to_string(from));
+        continue;
+      }
     } else if (r.not_called) {
       continue;
     }

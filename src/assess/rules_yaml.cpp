@@ -45,7 +45,7 @@ Severity severity(const StrictYaml& y, const YAML::Node& n, const std::string& k
 }
 
 ArgSpec arg_condition(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
-  y.check_keys(n, key, {"index", "keyword", "any", "contains", "regex", "equals", "not_in", "dynamic", "decoded", "folded", "present"});
+  y.check_keys(n, key, {"index", "keyword", "any", "contains", "regex", "equals", "not_in", "dynamic", "decoded", "folded", "present", "flows"});
   ArgSpec a;
   if (n["index"]) a.index = static_cast<int>(y.integer(n["index"], key + ".index", 0, 31));
   if (n["keyword"]) a.keyword = y.scalar(n["keyword"], key + ".keyword");
@@ -60,6 +60,13 @@ ArgSpec arg_condition(const StrictYaml& y, const YAML::Node& n, const std::strin
   if (n["decoded"]) a.decoded = y.boolean(n["decoded"], key + ".decoded");
   if (n["folded"]) a.folded = y.boolean(n["folded"], key + ".folded");
   if (n["present"]) a.present = y.boolean(n["present"], key + ".present");
+  if (n["flows"]) {
+    for (const std::string& f : string_list(y, n["flows"], key + ".flows")) {
+      const uint8_t bit = flow_named(f);
+      if (!bit) y.fail(n["flows"], key + ".flows", "host, secret or environ", f);
+      a.flows |= bit;
+    }
+  }
   return a;
 }
 

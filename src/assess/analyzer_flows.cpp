@@ -1,0 +1,300 @@
+// Data flow: which values carry the host's data (a system file's contents, secrets, the whole
+// environment), so that rules can rate where it goes (`flows:` in an argument condition) instead
+// of which calls a file happens to contain. Sources are marked here; values carry the marks
+// through the same paths as everything else they hold (analyzer_values.cpp: operands,
+// containers, f-strings, calls, subscripts; analyzer.cpp: names and returns).
+#include <algorithm>
+#include <array>
+
+#include "analyzer_impl.hpp"
+
+namespace sandboxrun::assess {
+
+uint8_t flow_named(std::string_view name) noexcept {
+  if (name == "host") return flow_host;
+  if (name == "secret") return flow_secret;
+  if (name == "environ") return flow_environ;
+  return 0;
+}
+
+uint8_t flow_of_path(std::string_view path) noexcept {
+  // Credentials wherever they live: in any home (~, /home/NAME, /root) or the system's.
+  static constexpr std::array<std::string_view, 22> kSecrets = {
+      "/etc/shadow", "/etc/gshadow", "/etc/security/opasswd", "/etc/ssl/private", ".ssh/", "id_rsa", "id_ed25519",
+      "id_ecdsa", "id_dsa", ".aws/credentials", ".netrc", ".gnupg", ".docker/config.json", ".kube/config",
+      ".git-credentials", ".pgpass", "Login Data", "cookies.sqlite", "key4.db", "logins.json", ".password-store",
+      ".config/gcloud"};
+  for (const auto s : kSecrets)
+    if (path.find(s) != std::string_view::npos) return flow_secret;
+  // The host's own files: system configuration and the account database, the kernel's views of
+  // the machine, logs, and homes that are not the program's (`~` is its own).
+  static constexpr std::array<std::string_view, 8> kHost = {"/etc/", "/proc/", "/sys/", "/boot/",
+                                                            "/var/log/", "/root/", "/home/", "/var/mail/"};
+  for (const auto h : kHost)
+    if (path.starts_with(h)) return flow_host;
+  if (path == "/root" || path == "/etc/passwd") return flow_host;
+  return 0;
+}
+
+namespace detail {
+
+namespace {
+
+// Calls whose value is the contents (or a handle on the contents) of the file their first
+// argument names, or the output of a command that reads it (`cat /etc/passwd`).
+bool reads_path(std::string_view qual) noexcept {
+  static constexpr std::array<std::string_view, 16> kReaders = {
+      "open",           "io.open",          "codecs.open",           "builtins.open",
+      "os.open",        "linecache.getlines", "fileinput.input",     "glob.glob",
+      "glob.iglob",     "os.listdir",       "os.scandir",            "subprocess.check_output",
+      "subprocess.run", "subprocess.getoutput", "os.popen",          "shutil.copyfileobj"};
+  for (const auto r : kReaders)
+    if (qual == r) return true;
+  return false;
+}
+
+// A mode that reads: none given, or one with 'r' or '+'.
+bool reading_mode(const std::vector<ArgInfo>& args, size_t mode_index) {
+  const ArgInfo* mode = nullptr;
+  for (size_t i = 0, pos = 0; i < args.size(); ++i) {
+    if (args[i].keyword == "mode" || (args[i].keyword.empty() && pos++ == mode_index)) mode = &args[i];
+  }
+  if (!mode || mode->kind != Kind::string || mode->dynamic) return true;
+  return mode->text.find_first_of("r+") != std::string::npos || mode->text.find_first_of("wax") == std::string::npos;
+}
+
+}  // namespace
+
+void mark_flow(ArgInfo& v, uint8_t flows, uint32_t line) {
+  if (!flows) return;
+  if (!v.flows) v.flow_line = line;
+  v.flows |= flows;
+}
+
+void carry_flow(ArgInfo& to, const ArgInfo& from) {
+  if (!from.flows && !from.params && !from.path_params) return;
+  if (!to.flows) to.flow_line = from.flow_line;
+  to.flows |= from.flows;
+  to.params |= from.params;
+  to.path_params |= from.path_params;
+}
+
+void Analyzer::mark_read_source(std::string_view qual, const std::vector<ArgInfo>& args, ArgInfo& value,
+                                uint32_t line) {
+  if ((qual == "pickle.dumps" || qual == "marshal.dumps" || qual == "dill.dumps" || qual == "cloudpickle.dumps") &&
+      !args.empty() && args[0].kind != Kind::string && args[0].dynamic && !args[0].decoded) {
+    mark_flow(value, flow_own, line);
+    return;
+  }
+  // The account database enumerated: its contents, as /etc/passwd's.
+  if (qual == "pwd.getpwall" || qual == "grp.getgrall" || qual == "spwd.getspall") {
+    mark_flow(value, qual == "spwd.getspall" ? flow_secret : flow_host, line);
+    return;
+  }
+  if (qual == "os.environ.copy" || qual == "os.environ.items" || qual == "os.environ.values" ||
+      qual == "os.environb.copy" || qual == "os.environb.items") {
+    mark_flow(value, flow_environ, line);
+    return;
+  }
+  const bool path_method = qual.starts_with("pathlib.Path().");
+  if (!path_method && !reads_path(qual)) return;
+  if (path_method) {
+    const std::string_view m = qual.substr(qual.rfind('.') + 1);
+    if (m != "read_text" && m != "read_bytes" && m != "open" && m != "iterdir" && m != "glob" && m != "rglob") return;
+    if (m == "open" && !reading_mode(args, 1)) return;
+  } else if ((qual == "open" || qual == "io.open" || qual == "codecs.open" || qual == "builtins.open") &&
+             !reading_mode(args, 1)) {
+    return;
+  }
+  // The path: the first argument, or a command line's items (`["cat", "/etc/passwd"]`).
+  for (const auto& a : args) {
+    if (!a.keyword.empty() && a.keyword != "file" && a.keyword != "args" && a.keyword != "cmd") continue;
+    // A path the enclosing function was given: which file, the call of the function says.
+    value.path_params |= a.params;
+    // `env`, `printenv`: the whole environment as a command prints it.
+    if ((a.text == "env" || a.text == "printenv" || a.text.starts_with("env\x1f") || a.text.starts_with("printenv\x1f")) &&
+        qual != "open" && qual != "io.open" && qual != "codecs.open" && qual != "builtins.open" && qual != "os.open")
+      mark_flow(value, flow_environ, line);
+    if (a.kind != Kind::string && a.kind != Kind::container) break;
+    size_t start = 0;
+    while (start <= a.text.size()) {
+      size_t end = a.text.find_first_of("\x1f ", start);
+      if (end == std::string::npos) end = a.text.size();
+      mark_flow(value, flow_of_path(std::string_view(a.text).substr(start, end - start)), line);
+      start = end + 1;
+    }
+    break;
+  }
+}
+
+void Analyzer::mutate_receiver(const Frame& f) {
+  ArgInfo in;
+  for (const auto& a : f.args) carry_flow(in, a);
+  if (!in.flows && !in.params && !in.path_params) return;
+  const std::string_view q = f.callee.text;
+  const std::string_view m = q.substr(q.rfind('.') + 1);
+  static constexpr std::array<std::string_view, 10> kMutators = {
+      "append", "extend", "add", "update", "insert", "write", "writelines", "appendleft", "put", "setdefault"};
+  if (std::find(kMutators.begin(), kMutators.end(), m) == kMutators.end()) return;
+  ArgInfo v = resolve(f.receiver);
+  carry_flow(v, in);
+  bind(f.receiver, v);
+}
+
+namespace {
+
+// What a summary keeps of a call: its first arguments, their text cut short (the rules that a
+// summary's calls meet again ask where data goes; a replayed call must stay cheap).
+ParamCall param_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line) {
+  ParamCall c{qual, line, {}};
+  for (size_t i = 0; i < args.size() && i < kMaxParamCallArgs; ++i) {
+    c.args.push_back(args[i]);
+    if (c.args.back().text.size() > kMaxParamCallText) c.args.back().text.resize(kMaxParamCallText);
+  }
+  return c;
+}
+
+}  // namespace
+
+void Analyzer::note_def_param_op(std::string_view op) {
+  if (op == "(" && frames_.size() == 1) param_next_ = true;
+  else param_next_ = frames_.size() == 2 && (op == "," || op == "*" || op == "**");
+}
+
+void Analyzer::lambda_token(const Token& t) {
+  if (lambda_state_ != 1) return;
+  if (t.kind == TokKind::name && frames_.size() == lambda_depth_) {
+    if (lambda_params_.size() < 32) lambda_params_.emplace_back(t.text);
+    return;
+  }
+  if (t.kind != TokKind::op || t.text != ":" || frames_.size() != lambda_depth_) return;
+  lambda_state_ = 2;
+  if (!lambda_fn_.empty() && params_of_.size() < kMaxSymbols) params_of_[lambda_fn_] = lambda_params_;
+  for (size_t i = 0; i < lambda_params_.size(); ++i) {
+    ArgInfo p{{}, Kind::name, lambda_params_[i], true};
+    p.params = 1u << i;
+    bind(lambda_params_[i], p);
+  }
+}
+
+void Analyzer::end_lambda() {
+  if (lambda_state_ == 0) return;
+  for (const auto& p : lambda_params_) symbols_.erase(p);
+  // `send = lambda d: ...`: send is a function of the file's own from now on.
+  if (lambda_state_ == 2 && !lambda_fn_.empty() && targets_.size() == 1 && "local:" + targets_[0] == lambda_fn_)
+    bind(targets_[0], ArgInfo{{}, Kind::name, lambda_fn_, true});
+  lambda_state_ = 0;
+  lambda_params_.clear();
+  lambda_fn_.clear();
+}
+
+void Analyzer::bind_params(const Block& b) {
+  if (b.kind != BlockKind::function || b.params.empty()) return;
+  if (params_of_.size() < kMaxSymbols) params_of_[b.name] = b.params;
+  for (size_t i = 0; i < b.params.size() && i < 32; ++i) {
+    ArgInfo p{{}, Kind::name, b.params[i], true};
+    p.params = 1u << i;
+    bind(b.params[i], p);
+  }
+}
+
+void Analyzer::forget_params(const Block& b) {
+  if (b.kind != BlockKind::function) return;
+  for (const auto& p : b.params) symbols_.erase(p);
+}
+
+void Analyzer::note_param_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line) {
+  if (std::none_of(args.begin(), args.end(), [](const ArgInfo& a) { return (a.params | a.path_params) != 0; })) return;
+  // A lambda being read is the innermost function.
+  if (lambda_state_ == 2 && !lambda_fn_.empty()) {
+    auto& calls = summaries_[lambda_fn_];
+    if (calls.size() < kMaxParamCalls) calls.push_back(param_call(qual, args, line));
+    return;
+  }
+  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
+    if (it->kind != BlockKind::function) continue;
+    if (summaries_.size() >= kMaxSymbols && !summaries_.count(it->name)) return;
+    auto& calls = summaries_[it->name];
+    if (calls.size() < kMaxParamCalls) calls.push_back(param_call(qual, args, line));
+    return;
+  }
+}
+
+void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret) {
+  // Which function, and what its parameter i is here: obj.method(x) and self.method(x) give
+  // the receiver as parameter 0.
+  std::string fn;
+  const ArgInfo* receiver = nullptr;
+  if (qual.starts_with("local:") && qual.find("().") == std::string_view::npos) {
+    fn = qual;
+  } else if (const size_t dot = qual.rfind("()."); qual.starts_with("local:") && dot != std::string_view::npos) {
+    fn = "local:" + std::string(qual.substr(dot + 3));
+    receiver = &f.callee;
+  } else if (qual.starts_with("self.") && qual.find('.', 5) == std::string_view::npos) {
+    fn = "local:" + std::string(qual.substr(5));
+    receiver = &f.callee;
+  } else {
+    return;
+  }
+  const auto names = params_of_.find(fn);
+  if (names == params_of_.end()) return;
+  std::vector<const ArgInfo*> given(names->second.size(), nullptr);
+  size_t next = 0;
+  if (receiver && !given.empty()) given[next++] = receiver;
+  for (const auto& a : f.args) {
+    if (a.keyword.empty()) {
+      if (next < given.size()) given[next++] = &a;
+      continue;
+    }
+    for (size_t i = 0; i < names->second.size(); ++i)
+      if (names->second[i] == a.keyword) given[i] = &a;
+  }
+  // Only a call that hands on host data, parameters of its own, or a host path changes anything:
+  // the others (nearly every call) stop here.
+  const bool relevant = std::any_of(given.begin(), given.end(), [](const ArgInfo* g) {
+    return g && (g->flows || g->params || g->path_params || (g->kind == Kind::string && flow_of_path(g->text)));
+  });
+  if (!relevant) {
+    if (ret) ret->params = ret->path_params = 0;  // the callee's parameters mean nothing here
+    return;
+  }
+  // What a value built from the callee's parameters is here.
+  auto here = [&](const ArgInfo& v) {
+    ArgInfo r;
+    for (size_t i = 0; i < given.size() && i < 32; ++i) {
+      if (!given[i]) continue;
+      if ((v.params >> i) & 1u) carry_flow(r, *given[i]);
+      // A file the function reads, named here: what it holds is host data when the path is.
+      if ((v.path_params >> i) & 1u) {
+        if (given[i]->kind == Kind::string) mark_flow(r, flow_of_path(given[i]->text), f.line);
+        r.path_params |= given[i]->params;
+      }
+    }
+    return r;
+  };
+  if (ret && (ret->params || ret->path_params)) {
+    const ArgInfo r = here(*ret);
+    ret->params = ret->path_params = 0;
+    carry_flow(*ret, r);
+  }
+  const auto calls = summaries_.find(fn);
+  if (calls == summaries_.end()) return;
+  // By index, each entry copied: a function calling itself adds to the summary being read.
+  const size_t n = calls->second.size();
+  for (size_t k = 0; k < n; ++k) {
+    const ParamCall c = summaries_.find(fn)->second[k];
+    std::vector<ArgInfo> args = c.args;
+    bool flows = false;
+    for (auto& a : args) {
+      const ArgInfo r = here(a);
+      a.params = a.path_params = 0;
+      carry_flow(a, r);
+      flows |= a.flows != 0;
+    }
+    if (flows) sink_.on_call(CallEvent{c.qual, c.line, args, false, false, depth_ > 0});
+    note_param_call(c.qual, args, c.line);  // a function that passes its own parameters on
+  }
+}
+
+}  // namespace detail
+}  // namespace sandboxrun::assess

