@@ -57,6 +57,7 @@ void Analyzer::analyze_text(std::string_view text, uint32_t origin_line, uint32_
 }
 
 void Analyzer::start_statement() {
+  item_target_.clear();
   stmt_fresh_ = true;
   await_pending_ = false;
   prev_plain_name_ = prev_lt_ = false;
@@ -215,6 +216,9 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     bind(std::string(name), as_value_);
     return;
   }
+  // path=HOSTS_FILE: the constant the name holds is the default.
+  if (default_next_ && !was_dot && header_ == Header::def_ && frames_.size() == 2)
+    if (const ArgInfo v = resolve(name); v.kind == Kind::string) note_def_default(v.text);
   if (param_next_ && header_ == Header::def_ && def_is_function_ && frames_.size() == 2 && !was_dot) {
     if (def_params_.size() < 32) def_params_.emplace_back(name);
     param_next_ = false;
@@ -231,8 +235,9 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
       prim_.val = std::move(unknown);
     }
     prim_.val.kind = Kind::name;
-    // self.lines.append(...): the receiver is the attribute self.lines.
-    if (prim_.attrs == 1 && prim_.raw_name.starts_with("self.")) prim_.receiver = prim_.raw_name;
+    // s.lines.append(...), self.lines.append(...): the receiver is the attribute s.lines.
+    if (prim_.attrs == 0) prim_.first_attr = name;
+    if (prim_.attrs == 1) prim_.receiver += "." + prim_.first_attr;
     if (prim_.attrs < 3) ++prim_.attrs;
     append_capped(prim_.val.text, ".", kMaxQual);
     append_capped(prim_.val.text, name, kMaxQual);
@@ -274,7 +279,8 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
     def_pending_ = true;
     def_is_function_ = kw == "def";
     def_params_.clear();
-    param_next_ = false;
+    def_defaults_.clear();
+    param_next_ = default_next_ = false;
     return;
   }
   if (kw == "break") mark_exit(false);
@@ -331,6 +337,7 @@ bool Analyzer::pattern_argument() const {
 
 void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
   std::string value = string_value(t);
+  note_def_default(value);
   if (value.size() >= limits_.entropy_min_length && detail::is_entropy_blob(value, limits_))
     sink_.on_detector(Detector::entropy_blob, line, std::to_string(value.size()) + " bytes");
   if (bare_strings_) {
@@ -390,8 +397,13 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   if (c == '[') {
     if (prim_.active) {
       ArgInfo base = std::move(prim_.val);
+      // NAME[...] or self.NAME[...]: the container a later `= value` stores into.
+      std::string of = prim_.attrs == 0 ? prim_.receiver : (prim_.raw_name.starts_with("self.") ? prim_.raw_name : "");
       prim_.active = false;
-      if (Frame* f = push_frame(FrameKind::subscript, prim_.line)) f->callee = std::move(base);
+      if (Frame* f = push_frame(FrameKind::subscript, prim_.line)) {
+        f->callee = std::move(base);
+        f->receiver = std::move(of);
+      }
     } else {
       push(FrameKind::list, line);
     }
@@ -423,6 +435,8 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     return;
   }
   if (c == '=') {
+    // d[key] = value: d holds what value carries (see end_statement).
+    if (frames_.size() == 1 && !last_flushed_item_of_.empty()) item_target_ = last_flushed_item_of_;
     on_assign(top);
     return;
   }
@@ -448,6 +462,13 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   if (c == '+') {
     top.after_plus = true;
     saw_plus_ |= frames_.size() == 1;
+    return;
+  }
+  // Path("/usr/bin") / name: a str has no '/', so a path constant on its left is a Path joined.
+  if (c == '/' && top.cur.kind == Kind::string && !top.cur.text.empty() &&
+      (top.cur.text[0] == '/' || top.cur.text[0] == '~')) {
+    append_capped(top.cur.text, "/", kMaxText);
+    top.after_plus = true;
     return;
   }
   if (frames_.size() == 1 && top.kind == FrameKind::statement) {
@@ -518,7 +539,8 @@ void Analyzer::end_statement(bool suite_continues) {
         // still reaches the call that uses it.
         // A tuple keeps its text too: LISTEN = ("", 5140) reaches bind(LISTEN).
         if (value.kind == Kind::string || is_name_kind(value.kind) ||
-            (value.kind == Kind::container && targets_.size() == 1)) {
+            (value.kind == Kind::container && targets_.size() == 1) ||
+            (value.kind == Kind::expr && has_alternatives(value.text))) {
           bind(t, value);
           if (targets_.size() == 1) remember_items(t, value);
           // A class body's name is the class's attribute too: `Action.verb` reads it.
@@ -534,6 +556,7 @@ void Analyzer::end_statement(bool suite_continues) {
       }
     }
     end_lambda();
+    if (!item_target_.empty() && s.args.size() == 1) taint_name(item_target_, s.args[0]);
     if (bare_strings_ && !deferred_strings_.empty()) {
       for (auto& [v, l] : deferred_strings_) {
         if (doc_bytes_ + v.size() > kMaxDocBytes) break;

@@ -76,6 +76,8 @@ ArgInfo Analyzer::close_call(Frame& f) {
   if (qual == "timeit.timeit" || qual == "timeit.repeat" || qual == "timeit.Timer") own_benchmark(f.args);
   report_call(qual_text, f.args, f.line);
   note_param_call(qual_text, f.args, f.line);
+  note_copy(qual, f.args);
+  path_method_of_value(f, qual);
   if (const ArgInfo* v = own_return_value(qual_text, f.args, f.line)) {
     ArgInfo r = *v;
     apply_summary(qual, f, &r);
@@ -86,7 +88,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
     if (auto p = path_value(qual, f.args, decoded_args)) return std::move(*p);
   }
   ArgInfo v = named_call_value(f, qual_text, decoded_args);
-  mark_read_source(qual, f.args, v, f.line);
+  mark_read_source(qual, f.args, v, f.line, &f.callee);
   return v;
 }
 
@@ -96,12 +98,15 @@ void Analyzer::own_benchmark(std::vector<ArgInfo>& args) const {
     const bool positional = a.keyword.empty() && pos++ < 2;
     if (!positional && a.keyword != "stmt" && a.keyword != "setup") continue;
     if (a.kind != Kind::string || !a.dynamic || a.decoded) continue;
-    std::string_view t = a.text;
-    while (!t.empty() && (t.front() == ' ' || t.front() == '\n')) t.remove_prefix(1);
-    size_t n = 0;
-    while (n < t.size() && (std::isalnum(static_cast<unsigned char>(t[n])) || t[n] == '_')) ++n;
-    const bool own_call = n > 0 && n < t.size() && t[n] == '(' && resolve(t.substr(0, n)).text.starts_with("local:");
-    if (own_call || t.starts_with("from __main__ import ")) a.text = "local:" + a.text;
+    // Each value the statement stands for (f"{name}()" over a list of the file's function names).
+    const bool other = any_alternative(a.text, [&](std::string_view t) {
+      while (!t.empty() && (t.front() == ' ' || t.front() == '\n')) t.remove_prefix(1);
+      size_t n = 0;
+      while (n < t.size() && (std::isalnum(static_cast<unsigned char>(t[n])) || t[n] == '_')) ++n;
+      const bool own_call = n > 0 && n < t.size() && t[n] == '(' && resolve(t.substr(0, n)).text.starts_with("local:");
+      return !(own_call || t.starts_with("from __main__ import "));
+    });
+    if (!other) a.text = "local:" + a.text;
   }
 }
 
@@ -218,6 +223,10 @@ std::optional<ArgInfo> Analyzer::path_value(std::string_view qual, const std::ve
     if (args[i].kind == Kind::string || args[i].kind == Kind::literal) {
       has_text = true;
       append_capped(p.text, args[i].text, kMaxText);
+    } else if (args[i].kind == Kind::expr && has_alternatives(args[i].text)) {
+      // Path(p) for a loop's p over a list of paths: each of them.
+      has_text = true;
+      append_capped(p.text, as_group(args[i].text), kMaxText);
     } else {
       append_capped(p.text, "{}", kMaxText);
     }
@@ -253,7 +262,10 @@ ArgInfo Analyzer::named_call_value(const Frame& f, const std::string& qual_text,
   if (auto v = character_value(qual, a0, f.line)) return std::move(*v);
   if (auto text = detail::decode_constant_call(qual, args)) return decoded_value(qual_text, std::move(*text), f.line);
   // Decoding what the program encoded from its own objects gives them back, not a payload.
-  const bool own = std::any_of(args.begin(), args.end(), [](const ArgInfo& a) { return (a.flows & flow_own) != 0; });
+  // So is decoding a parameter in a file that pickles its own objects: freeze() and thaw() helpers.
+  const bool own = std::any_of(args.begin(), args.end(), [&](const ArgInfo& a) {
+    return (a.flows & flow_own) != 0 || (own_serialized_ && a.params != 0 && !a.decoded);
+  });
   if (is_decoder(qual) && !own) r.decoded = true;
   // A decoder passed as a value (map(chr, codes), map(bytes.fromhex, parts)) decodes too.
   for (const auto& a : args)

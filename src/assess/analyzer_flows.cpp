@@ -5,8 +5,10 @@
 // containers, f-strings, calls, subscripts; analyzer.cpp: names and returns).
 #include <algorithm>
 #include <array>
+#include <bit>
 
 #include "analyzer_impl.hpp"
+#include "internal.hpp"
 
 namespace sandboxrun::assess {
 
@@ -31,23 +33,42 @@ uint8_t flow_of_path(std::string_view path) noexcept {
   static constexpr std::array<std::string_view, 8> kHost = {"/etc/", "/proc/", "/sys/", "/boot/",
                                                             "/var/log/", "/root/", "/home/", "/var/mail/"};
   for (const auto h : kHost)
-    if (path.starts_with(h)) return flow_host;
+    if (path.starts_with(h) || path == h.substr(0, h.size() - 1)) return flow_host;
   if (path == "/root" || path == "/etc/passwd") return flow_host;
   return 0;
 }
 
 namespace detail {
 
+uint8_t path_flows(const ArgInfo& a) {
+  if (a.kind != Kind::string && a.kind != Kind::container && !(a.kind == Kind::expr && has_alternatives(a.text)))
+    return 0;
+  uint8_t out = 0;
+  // Items of a list (`["cat", "/etc/passwd"]`), words of a command line, values of a loop's name.
+  std::string_view t = a.text;
+  for (size_t start = 0; start <= t.size();) {
+    size_t end = t.find_first_of(a.kind == Kind::container ? "\x1f" : "\x1f ", start);
+    if (end == std::string_view::npos) end = t.size();
+    any_alternative(t.substr(start, end - start), [&](std::string_view one) {
+      out |= flow_of_path(one);
+      return false;
+    });
+    start = end + 1;
+  }
+  return out;
+}
+
 namespace {
 
 // Calls whose value is the contents (or a handle on the contents) of the file their first
 // argument names, or the output of a command that reads it (`cat /etc/passwd`).
 bool reads_path(std::string_view qual) noexcept {
-  static constexpr std::array<std::string_view, 16> kReaders = {
+  static constexpr std::array<std::string_view, 17> kReaders = {
       "open",           "io.open",          "codecs.open",           "builtins.open",
       "os.open",        "linecache.getlines", "fileinput.input",     "glob.glob",
       "glob.iglob",     "os.listdir",       "os.scandir",            "subprocess.check_output",
-      "subprocess.run", "subprocess.getoutput", "os.popen",          "shutil.copyfileobj"};
+      "subprocess.run", "subprocess.getoutput", "os.popen",          "shutil.copyfileobj",
+      "os.walk"};
   for (const auto r : kReaders)
     if (qual == r) return true;
   return false;
@@ -80,10 +101,11 @@ void carry_flow(ArgInfo& to, const ArgInfo& from) {
 }
 
 void Analyzer::mark_read_source(std::string_view qual, const std::vector<ArgInfo>& args, ArgInfo& value,
-                                uint32_t line) {
+                                uint32_t line, const ArgInfo* receiver) {
   if ((qual == "pickle.dumps" || qual == "marshal.dumps" || qual == "dill.dumps" || qual == "cloudpickle.dumps") &&
       !args.empty() && args[0].kind != Kind::string && args[0].dynamic && !args[0].decoded) {
     mark_flow(value, flow_own, line);
+    own_serialized_ = true;
     return;
   }
   // The account database enumerated: its contents, as /etc/passwd's.
@@ -96,14 +118,27 @@ void Analyzer::mark_read_source(std::string_view qual, const std::vector<ArgInfo
     mark_flow(value, flow_environ, line);
     return;
   }
-  const bool path_method = qual.starts_with("pathlib.Path().");
+  // A path read by a method of its own (p.read_text(), root.glob("*.md")), whatever p is.
+  const std::string_view m = qual.substr(qual.rfind('.') + 1);
+  const bool path_method = qual.starts_with("pathlib.Path().") || m == "read_text" || m == "read_bytes" ||
+                           m == "rglob" || m == "iterdir" || (m == "glob" && qual != "glob.glob");
   if (!path_method && !reads_path(qual)) return;
   if (path_method) {
-    const std::string_view m = qual.substr(qual.rfind('.') + 1);
     if (m != "read_text" && m != "read_bytes" && m != "open" && m != "iterdir" && m != "glob" && m != "rglob") return;
     if (m == "open" && !reading_mode(args, 1)) return;
+    // A receiver that is no path constant (a name, a loop's item): what it carries, and which
+    // parameter names it.
+    if (!qual.starts_with("pathlib.Path().")) {
+      if (receiver) {
+        value.path_params |= receiver->params | receiver->path_params;
+        mark_flow(value, path_flows(*receiver), line);
+      }
+      return;
+    }
   } else if ((qual == "open" || qual == "io.open" || qual == "codecs.open" || qual == "builtins.open") &&
              !reading_mode(args, 1)) {
+    // What is written next (f.write(x), json.dump(x, f)) goes to this file.
+    if (!args.empty() && args[0].kind == Kind::string && args[0].keyword.empty()) last_write_path_ = args[0].text;
     return;
   }
   // The path: the first argument, or a command line's items (`["cat", "/etc/passwd"]`).
@@ -115,16 +150,57 @@ void Analyzer::mark_read_source(std::string_view qual, const std::vector<ArgInfo
     if ((a.text == "env" || a.text == "printenv" || a.text.starts_with("env\x1f") || a.text.starts_with("printenv\x1f")) &&
         qual != "open" && qual != "io.open" && qual != "codecs.open" && qual != "builtins.open" && qual != "os.open")
       mark_flow(value, flow_environ, line);
-    if (a.kind != Kind::string && a.kind != Kind::container) break;
-    size_t start = 0;
-    while (start <= a.text.size()) {
-      size_t end = a.text.find_first_of("\x1f ", start);
-      if (end == std::string::npos) end = a.text.size();
-      mark_flow(value, flow_of_path(std::string_view(a.text).substr(start, end - start)), line);
-      start = end + 1;
-    }
+    mark_flow(value, path_flows(a), line);
+    // A copy the program made of such a file (shutil.copy(SRC, "local.txt")) holds the same.
+    if (a.kind == Kind::string)
+      if (const auto it = copied_.find(a.text); it != copied_.end()) mark_flow(value, it->second, line);
     break;
   }
+}
+
+void Analyzer::taint_name(const std::string& name, const ArgInfo& in) {
+  // A module's attribute (os.environ.update(x), sys.path.append(p)) is no value of the program's.
+  if (modules_.count(std::string_view(name).substr(0, name.find('.')))) return;
+  ArgInfo v = resolve(name);
+  carry_flow(v, in);
+  bind(name, v);
+  // s.lines.append(x): the object s holds it too (it is returned, or sent, as a whole).
+  if (const size_t dot = name.find('.'); dot != std::string::npos && name.compare(0, dot, "self") != 0) {
+    ArgInfo o = resolve(std::string_view(name).substr(0, dot));
+    carry_flow(o, in);
+    bind(name.substr(0, dot), o);
+  }
+}
+
+void Analyzer::note_written(uint8_t flows) {
+  if (!last_write_path_.empty() && copied_.size() < kMaxSymbols) copied_[last_write_path_] |= flows;
+}
+
+void Analyzer::note_copy(std::string_view qual, const std::vector<ArgInfo>& args) {
+  if ((qual == "json.dump" || qual == "pickle.dump" || qual == "yaml.dump" || qual == "yaml.safe_dump" ||
+       qual == "marshal.dump" || qual == "toml.dump") &&
+      !args.empty() && args[0].flows) {
+    note_written(args[0].flows);
+    return;
+  }
+  if (qual != "shutil.copy" && qual != "shutil.copy2" && qual != "shutil.copyfile" && qual != "shutil.move") return;
+  if (args.size() < 2 || args[1].kind != Kind::string || copied_.size() >= kMaxSymbols) return;
+  if (const uint8_t from = path_flows(args[0]) | args[0].flows) copied_[args[1].text] |= from;
+}
+
+void Analyzer::path_method_of_value(const Frame& f, std::string_view qual) {
+  if (!(f.callee.flows & (flow_host | flow_secret)) || f.receiver.empty()) return;
+  const std::string_view m = qual.substr(qual.rfind('.') + 1);
+  if (m != "unlink" && m != "rmdir" && m != "write_text" && m != "write_bytes" && m != "rename" && m != "replace" &&
+      m != "chmod")
+    return;
+  std::vector<ArgInfo> with_self;
+  with_self.reserve(f.args.size() + 1);
+  ArgInfo self{{}, Kind::expr, {}, true};
+  carry_flow(self, f.callee);
+  with_self.push_back(std::move(self));
+  with_self.insert(with_self.end(), f.args.begin(), f.args.end());
+  sink_.on_call(CallEvent{"pathlib.Path()." + std::string(m), f.line, with_self, false, false, depth_ > 0});
 }
 
 void Analyzer::mutate_receiver(const Frame& f) {
@@ -133,12 +209,13 @@ void Analyzer::mutate_receiver(const Frame& f) {
   if (!in.flows && !in.params && !in.path_params) return;
   const std::string_view q = f.callee.text;
   const std::string_view m = q.substr(q.rfind('.') + 1);
-  static constexpr std::array<std::string_view, 10> kMutators = {
-      "append", "extend", "add", "update", "insert", "write", "writelines", "appendleft", "put", "setdefault"};
+  static constexpr std::array<std::string_view, 19> kMutators = {
+      "append",      "extend",      "add",         "update",         "insert",     "write",    "writelines",
+      "appendleft",  "put",         "setdefault",  "set_content",    "set_payload", "attach",  "add_attachment",
+      "add_header",  "writerow",    "writerows",   "writestr",       "push"};
   if (std::find(kMutators.begin(), kMutators.end(), m) == kMutators.end()) return;
-  ArgInfo v = resolve(f.receiver);
-  carry_flow(v, in);
-  bind(f.receiver, v);
+  taint_name(f.receiver, in);
+  if ((m == "write" || m == "writelines" || m == "writerow" || m == "writerows") && in.flows) note_written(in.flows);
 }
 
 namespace {
@@ -159,6 +236,13 @@ ParamCall param_call(const std::string& qual, const std::vector<ArgInfo>& args, 
 void Analyzer::note_def_param_op(std::string_view op) {
   if (op == "(" && frames_.size() == 1) param_next_ = true;
   else param_next_ = frames_.size() == 2 && (op == "," || op == "*" || op == "**");
+  if (frames_.size() == 2) default_next_ = op == "=" && !def_params_.empty();
+}
+
+void Analyzer::note_def_default(std::string_view value) {
+  if (!default_next_ || header_ != Header::def_ || frames_.size() != 2 || def_params_.empty()) return;
+  def_defaults_.resize(def_params_.size());
+  append_capped(def_defaults_.back(), value, kMaxSymbolText);
 }
 
 void Analyzer::lambda_token(const Token& t) {
@@ -192,7 +276,11 @@ void Analyzer::bind_params(const Block& b) {
   if (b.kind != BlockKind::function || b.params.empty()) return;
   if (params_of_.size() < kMaxSymbols) params_of_[b.name] = b.params;
   for (size_t i = 0; i < b.params.size() && i < 32; ++i) {
-    ArgInfo p{{}, Kind::name, b.params[i], true};
+    // A path default (path="/etc/os-release") is what a call without that argument reads. Only
+    // paths: any other constant would read as a piece of assembled code (stmt="pass").
+    const bool def = i < b.defaults.size() && !b.defaults[i].empty() &&
+                     (b.defaults[i][0] == '/' || b.defaults[i][0] == '~');
+    ArgInfo p{{}, def ? Kind::string : Kind::name, def ? b.defaults[i] : b.params[i], true};
     p.params = 1u << i;
     bind(b.params[i], p);
   }
@@ -251,13 +339,31 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
   }
   // Only a call that hands on host data, parameters of its own, or a host path changes anything:
   // the others (nearly every call) stop here.
-  const bool relevant = std::any_of(given.begin(), given.end(), [](const ArgInfo* g) {
-    return g && (g->flows || g->params || g->path_params || (g->kind == Kind::string && flow_of_path(g->text)));
+  // An absolute path given as a constant: the calls the function makes with that parameter are
+  // read again with the path in its place (def purge(p): shutil.rmtree(p) ... purge("/usr/lib")).
+  auto absolute = [](const ArgInfo* g) {
+    return g && !g->text.empty() && (g->kind == Kind::string || g->kind == Kind::container || g->kind == Kind::expr) &&
+           (g->text[0] == '/' || g->text[0] == '~' || (has_alternatives(g->text) && g->text.find('/') != std::string::npos));
+  };
+  const bool relevant = std::any_of(given.begin(), given.end(), [&](const ArgInfo* g) {
+    return g && (g->flows || g->params || g->path_params || path_flows(*g) || absolute(g));
   });
   if (!relevant) {
     if (ret) ret->params = ret->path_params = 0;  // the callee's parameters mean nothing here
     return;
   }
+  // A call that gives the function what an earlier one gave it (by kind, not by value) meets its
+  // calls again with the same result: once per function and kind of arguments is enough.
+  std::string seen = fn;
+  for (const ArgInfo* g : given) {
+    seen += '\x1f';
+    if (!g) continue;
+    seen += std::to_string(g->flows) + ',' + std::to_string(g->params) + ',' + std::to_string(g->path_params) + ',' +
+            std::to_string(path_flows(*g));
+    if (absolute(g)) seen += g->text.substr(0, kMaxParamCallText);
+  }
+  const bool replayed = applied_.count(seen) != 0;
+  if (!replayed && applied_.size() < kMaxSymbols) applied_.insert(seen);
   // What a value built from the callee's parameters is here.
   auto here = [&](const ArgInfo& v) {
     ArgInfo r;
@@ -266,7 +372,7 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
       if ((v.params >> i) & 1u) carry_flow(r, *given[i]);
       // A file the function reads, named here: what it holds is host data when the path is.
       if ((v.path_params >> i) & 1u) {
-        if (given[i]->kind == Kind::string) mark_flow(r, flow_of_path(given[i]->text), f.line);
+        mark_flow(r, path_flows(*given[i]), f.line);
         r.path_params |= given[i]->params;
       }
     }
@@ -278,7 +384,7 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
     carry_flow(*ret, r);
   }
   const auto calls = summaries_.find(fn);
-  if (calls == summaries_.end()) return;
+  if (calls == summaries_.end() || replayed) return;
   // By index, each entry copied: a function calling itself adds to the summary being read.
   const size_t n = calls->second.size();
   for (size_t k = 0; k < n; ++k) {
@@ -286,6 +392,17 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
     std::vector<ArgInfo> args = c.args;
     bool flows = false;
     for (auto& a : args) {
+      // The parameter itself, given an absolute path here: the path stands in its place.
+      if (is_name_kind(a.kind) && std::has_single_bit(a.params) && !a.path_params) {
+        const size_t i = static_cast<size_t>(std::countr_zero(a.params));
+        if (i < given.size() && absolute(given[i]) && given[i]->kind != Kind::name) {
+          std::string kw = std::move(a.keyword);
+          a = *given[i];
+          a.keyword = std::move(kw);
+          flows = true;
+          continue;
+        }
+      }
       const ArgInfo r = here(a);
       a.params = a.path_params = 0;
       carry_flow(a, r);

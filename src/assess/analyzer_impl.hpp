@@ -69,6 +69,8 @@ struct Primary {
   // NAME.attr: NAME, while the primary is one name and one attribute (a method's receiver).
   std::string receiver{};
   uint8_t attrs = 0;
+  std::string item_of{};  // NAME[...]: NAME (an item assignment stores into it)
+  std::string first_attr{};
 };
 
 // A call whose rules care about loops waits in its innermost loop or function block until
@@ -92,6 +94,7 @@ struct Block {
   bool class_body = false;
   std::vector<Deferred> pending;
   std::vector<std::string> params;  // function: its parameters' names, in order
+  std::vector<std::string> defaults;  // and their string defaults ("" for none)
 };
 
 // A call inside a local function with an argument built from the function's parameters: where
@@ -125,6 +128,8 @@ inline bool is_name_kind(Kind k) noexcept { return k == Kind::name || k == Kind:
 // Data flow (analyzer_flows.cpp): `v` now carries host data of kinds `flows`, read at `line`;
 // `to` carries what `from` carries too.
 void mark_flow(ArgInfo& v, uint8_t flows, uint32_t line);
+// The host data a read of this argument's path (or of any of its items or values) gives.
+uint8_t path_flows(const ArgInfo& a);
 void carry_flow(ArgInfo& to, const ArgInfo& from);
 
 class Analyzer {
@@ -266,12 +271,23 @@ class Analyzer {
 
   // A call that reads host data (a system file, secrets, the whole environment): its value is
   // marked as carrying it (analyzer_flows.cpp).
-  void mark_read_source(std::string_view qual, const std::vector<ArgInfo>& args, ArgInfo& value, uint32_t line);
+  void mark_read_source(std::string_view qual, const std::vector<ArgInfo>& args, ArgInfo& value, uint32_t line,
+                        const ArgInfo* receiver = nullptr);
   // lines.append(x), buf.write(x), d.update(x): the receiver now holds what x carries.
   void mutate_receiver(const Frame& f);
+  // p.unlink() of a p that holds a host path (a loop over Path("/etc").glob(...)): reported as
+  // pathlib.Path().unlink with p as argument 0, as a constant path's method is.
+  void path_method_of_value(const Frame& f, std::string_view qual);
+  // `name` (and the object of `obj.attr`) now holds what `in` carries.
+  void taint_name(const std::string& name, const ArgInfo& in);
+  // shutil.copy(SRC, DST) of host data: DST holds it (a later read of DST is a read of SRC).
+  void note_copy(std::string_view qual, const std::vector<ArgInfo>& args);
+  // Host data written to the file opened for writing last: a later read of it reads that data.
+  void note_written(uint8_t flows);
   // A def header's parameters (`param_next_`: the next name is one), bound at the body's start
   // and forgotten at its end.
   void note_def_param_op(std::string_view op);
+  void note_def_default(std::string_view value);
   void bind_params(const Block& b);
   // `NAME = lambda a, b: ...`: a and b are its parameters while its body is read, and NAME a
   // function of the file's own (local:NAME) with the summary of what it sends.
@@ -347,8 +363,14 @@ class Analyzer {
   std::deque<Fragment> queue_;
   std::unordered_map<std::string, std::vector<ParamCall>, NameHash, std::equal_to<>> summaries_;
   std::unordered_map<std::string, std::vector<std::string>, NameHash, std::equal_to<>> params_of_;
+  std::unordered_set<std::string, NameHash, std::equal_to<>> applied_;  // see apply_summary
+  std::unordered_map<std::string, uint8_t, NameHash, std::equal_to<>> copied_;  // see note_copy
+  std::string last_write_path_;
   std::vector<std::string> def_params_;
+  std::vector<std::string> def_defaults_;
   bool param_next_ = false;
+  bool default_next_ = false;  // after `param=` in a def header
+  bool own_serialized_ = false;  // the file pickles objects of its own (see named_call_value)
   uint8_t lambda_state_ = 0;  // 1: reading a lambda's parameters, 2: its body
   size_t lambda_depth_ = 0;
   std::vector<std::string> lambda_params_;
@@ -419,6 +441,8 @@ class Analyzer {
   bool dot_pending_ = false;
   bool prev_string_ = false;
   std::string last_flushed_raw_;
+  std::string last_flushed_item_of_;
+  std::string item_target_;  // `NAME[key] = ...`: NAME
   bool last_flushed_single_ = false;
 };
 

@@ -13,7 +13,7 @@ void Analyzer::push(FrameKind k, uint32_t line) { push_frame(k, line); }
 void Analyzer::push_call(uint32_t line) {
   ArgInfo callee = std::move(prim_.val);
   std::string method = std::move(prim_.method);
-  const bool one = prim_.attrs == 1 || (prim_.attrs == 2 && prim_.receiver.starts_with("self."));
+  const bool one = prim_.attrs == 1 || prim_.attrs == 2;
   std::string receiver = one ? std::move(prim_.receiver) : std::string();
   prim_.active = false;
   if (Frame* f = push_frame(FrameKind::call, line)) {
@@ -43,6 +43,7 @@ Frame* Analyzer::push_frame(FrameKind k, uint32_t line) {
 void Analyzer::flush() {
   last_flushed_raw_.clear();
   last_flushed_single_ = false;
+  last_flushed_item_of_.clear();
   if (!prim_.active) return;
   prim_.active = false;
   if (overflow_) return;
@@ -62,6 +63,7 @@ void Analyzer::flush() {
   Frame& f = frames_.back();
   last_flushed_single_ = f.cur.kind == Kind::none && !p.raw_name.empty();
   last_flushed_raw_ = std::move(p.raw_name);
+  last_flushed_item_of_ = std::move(p.item_of);
   add_operand(f, std::move(p.val));
 }
 
@@ -155,7 +157,10 @@ void Analyzer::close_frame() {
   result.line = f.line;
   switch (f.kind) {
     case FrameKind::call: result.val = close_call(f); break;
-    case FrameKind::subscript: result.val = close_subscript(f); break;
+    case FrameKind::subscript:
+      result.val = close_subscript(f);
+      result.item_of = std::move(f.receiver);
+      break;
     case FrameKind::group:
       if (f.args.size() == 1 && f.args[0].keyword.empty()) {
         result.val = std::move(f.args[0]);
@@ -356,8 +361,12 @@ void Analyzer::on_header_colon() {
   else if (header_ == Header::def_ && !def_name_.empty()) b.kind = BlockKind::function;
   b.header_unbounded = body;
   b.name = def_name_;
-  if (b.kind == BlockKind::function) b.params = std::move(def_params_);
+  if (b.kind == BlockKind::function) {
+    b.params = std::move(def_params_);
+    b.defaults = std::move(def_defaults_);
+  }
   def_params_.clear();
+  def_defaults_.clear();
   if (header_ == Header::def_ && !def_is_function_ && !class_header_.empty()) {
     b.class_body = true;
     b.name = "local:" + class_header_;
