@@ -76,6 +76,7 @@ void Analyzer::start_statement() {
   def_pending_ = false;
   return_fn_.clear();
   except_stmt_ = false;
+  except_comma_ = 0;
   unpack_names_.clear();
   unpack_.clear();
   comp_for_depth_ = comp_in_depth_ = 0;
@@ -287,6 +288,10 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
   // A generator's yield is what a call of it gives, as a return is.
   if (kw == "return" || kw == "yield") {
     if (kw == "return") mark_exit(true);
+    // A generator's loop stops at each yield until it is asked for more: its consumer bounds it.
+    if (kw == "yield")
+      for (auto it = blocks_.rbegin(); it != blocks_.rend() && it->kind != BlockKind::function; ++it)
+        if (it->kind == BlockKind::loop) it->exits = true;
     for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
       if (it->kind == BlockKind::function) {
         return_fn_ = it->name + "()";

@@ -93,6 +93,15 @@ ArgInfo Analyzer::close_call(Frame& f) {
 }
 
 void Analyzer::own_benchmark(std::vector<ArgInfo>& args) const {
+  // A setup that imports the file itself (`import __main__ as z`, `from __main__ import fn`):
+  // the statement built in the file times the file's own code.
+  bool setup_main = false;
+  for (size_t i = 0, pos = 0; i < args.size(); ++i) {
+    const bool setup = args[i].keyword == "setup" || (args[i].keyword.empty() && pos++ == 1);
+    if (setup && args[i].kind == Kind::string && args[i].text.find("__main__") != std::string::npos &&
+        args[i].text.find("import") != std::string::npos)
+      setup_main = true;
+  }
   for (size_t i = 0, pos = 0; i < args.size(); ++i) {
     ArgInfo& a = args[i];
     const bool positional = a.keyword.empty() && pos++ < 2;
@@ -106,7 +115,7 @@ void Analyzer::own_benchmark(std::vector<ArgInfo>& args) const {
       const bool own_call = n > 0 && n < t.size() && t[n] == '(' && resolve(t.substr(0, n)).text.starts_with("local:");
       return !(own_call || t.starts_with("from __main__ import "));
     });
-    if (!other) a.text = "local:" + a.text;
+    if (!other || setup_main || a.text.starts_with("__main__.")) a.text = "local:" + a.text;
   }
 }
 
@@ -177,13 +186,10 @@ void Analyzer::note_control_flow(std::string_view qual, const std::vector<ArgInf
   if (qual == "sys.exit" || qual == "os._exit" || qual == "exit" || qual == "quit") {
     for (auto& b : blocks_) b.exits = b.exits || b.kind == BlockKind::loop;
   }
-  if (qual.starts_with("local:")) {
-    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
-      if (it->kind == BlockKind::function) {
-        it->recursive = it->recursive || it->name == qual;
-        break;
-      }
-  }
+  // A function that calls itself in its own body, not under an if, a loop or a handler: a
+  // depth-first search that recurses where a condition holds ends with its data.
+  if (qual.starts_with("local:") && !blocks_.empty() && blocks_.back().kind == BlockKind::function && !suite_on_line_)
+    blocks_.back().recursive = blocks_.back().recursive || blocks_.back().name == qual;
 }
 
 ArgInfo Analyzer::getter_call_value(const std::string& qual_text, const std::vector<ArgInfo>& args, uint32_t line) {

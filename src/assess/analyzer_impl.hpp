@@ -431,6 +431,7 @@ class Analyzer {
   bool prev_lt_ = false;  // and it was the operator '<'
   bool syntax_reported_ = false;
   bool except_stmt_ = false;  // an `except` clause header
+  uint8_t except_comma_ = 0;  // after its ',': 1, then 2 after a lower-case name
   bool unpack_env_ = false;   // after `**`: the operand may be os.environ
   std::vector<std::string> unpack_names_;  // names before ',' at statement level
   std::vector<std::string> unpack_;        // `a, b = ...`: the names assigned item by item

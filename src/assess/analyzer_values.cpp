@@ -2,6 +2,7 @@
 // os.environ[...]), containers and the operands joined into an argument. Calls are in
 // analyzer_calls.cpp.
 #include <algorithm>
+#include <cctype>
 
 #include "analyzer_impl.hpp"
 #include "internal.hpp"
@@ -390,10 +391,18 @@ void Analyzer::token_hooks(const Token& t, uint32_t line) {
   }
   if (t.kind == TokKind::op && t.text == "**") unpack_env_ = true;
   if (header_ == Header::for_ && !header_colon_) for_header_token(t);
-  // `except E, e:` is Python 2 only (Python 3 needs brackets around several exceptions).
+  // `except E, e:` is Python 2 only. Python 3.14 reads `except A, B:` as two exception types
+  // (PEP 758), so only a lower-case name last, the Python 2 binding, says Python 2.
+  if (except_comma_ == 2) {
+    if (t.kind == TokKind::op && t.text == ":") sink_.on_detector(Detector::python2, line, "except E, e");
+    except_comma_ = 0;
+  } else if (except_comma_ == 1) {
+    const bool binding = t.kind == TokKind::name && !t.text.empty() && (std::islower(static_cast<unsigned char>(t.text[0])) || t.text[0] == '_');
+    except_comma_ = binding ? 2 : 0;
+  }
   if (except_stmt_ && depth_ == 0 && t.kind == TokKind::op && t.text == "," && frames_.size() == 1 && !header_colon_) {
     except_stmt_ = false;
-    sink_.on_detector(Detector::python2, line, "except E, e");
+    except_comma_ = 1;
   }
 }
 

@@ -57,6 +57,9 @@ TEST(AssessFlow, PythonTwoStatements) {
   EXPECT_EQ(level("print 'hello'\nx = 1\nprint x\n"), RiskLevel::blocked);
   // Python 3 that only looks similar compiles and stays LOW.
   EXPECT_EQ(level("print('hello')\nexec_count = 1\nprint(exec_count)\n"), RiskLevel::low);
+  // `except E, e:` binds e in Python 2; Python 3.14 reads `except A, B:` as two types (PEP 758).
+  EXPECT_EQ(level("try:\n    x = 1\nexcept ValueError, e:\n    pass\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("try:\n    x = int('1')\nexcept IndexError, ValueError:\n    print('bad')\n"), RiskLevel::low);
 }
 
 TEST(AssessFlow, RandomForSecretsIsToldByWhatTheValueIsNamed) {
@@ -99,6 +102,14 @@ TEST(AssessFlow, AConsumerLoopIsNoMemoryBomb) {
                   "    conn.close()\n"),
             RiskLevel::medium);
   EXPECT_EQ(level("import os\nwhile True:\n    os.fork()\n"), RiskLevel::blocked);
+  // A generator's endless loop stops at each yield: its consumer bounds it.
+  EXPECT_EQ(level("def fib():\n    a, b = 0, 1\n    while True:\n        a, b = b, a + b\n        yield b\n"), RiskLevel::low);
+  // A search that recurses where a condition holds ends with its data; one that recurses
+  // whatever happens does not.
+  EXPECT_EQ(level("found = []\ndef dfs(n, seen):\n    for m in n.children:\n        if m not in seen:\n"
+                  "            seen.add(m)\n            found.append(m)\n            dfs(m, seen)\n"),
+            RiskLevel::low);
+  EXPECT_EQ(level("import os\ndef bomb():\n    os.fork()\n    bomb()\nbomb()\n"), RiskLevel::blocked);
 }
 
 TEST(AssessFlow, GetattrOnSelfDispatchesToOwnMethods) {
