@@ -108,7 +108,20 @@ void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
 void Analyzer::finish_arg(Frame& f) {
   if (f.cond) {
     std::string kw = std::move(f.cond_then.keyword);
-    f.cur = std::move(f.cond_then);
+    // Two constants, one or the other: both values, as a loop's name holds them; still a
+    // constant (no input chose the text), so its rules read each.
+    const bool both = f.cond == 2 && f.cond_then.kind == Kind::string && !f.cond_then.dynamic &&
+                      f.cur.kind == Kind::string && !f.cur.dynamic && !has_alternatives(f.cur.text) &&
+                      !has_alternatives(f.cond_then.text);
+    if (both) {
+      ArgInfo v{{}, Kind::expr, std::move(f.cond_then.text), false, f.cond_then.folded || f.cur.folded,
+                f.cond_then.decoded || f.cur.decoded};
+      v.text += kAlternative;
+      append_capped(v.text, f.cur.text, kMaxText);
+      f.cur = std::move(v);
+    } else {
+      f.cur = std::move(f.cond_then);
+    }
     f.cur.keyword = std::move(kw);
     f.cond = 0;
   }

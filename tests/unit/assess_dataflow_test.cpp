@@ -157,3 +157,11 @@ TEST(AssessDataFlow, HelpersDefaultsItemsAndFilesWrittenOnTheWay) {
             RiskLevel::medium);
 }
 
+TEST(AssessDataFlow, AConstantChosenByAConditionIsStillAConstant) {
+  // Clearing the screen: either command is fixed text, not a command built from input.
+  EXPECT_EQ(level("import os\nos.system('cls' if os.name == 'nt' else 'clear')\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import os\ncmd = 'cls' if os.name == 'nt' else 'clear'\nos.system(cmd)\n"), RiskLevel::medium);
+  // Both values are read: the other branch cannot hide a command.
+  EXPECT_EQ(level("import os\nos.system('ls' if os.name == 'nt' else 'rm -rf /')\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import os, sys\nos.system('ls ' + sys.argv[1] if sys.argv else 'ls')\n"), RiskLevel::high);
+}
