@@ -200,20 +200,27 @@ ArgInfo Analyzer::getter_call_value(const std::string& qual_text, const std::vec
   return v;
 }
 
+std::optional<OwnCall> own_call(std::string_view qual) {
+  if (qual.starts_with("local:")) {
+    const size_t dot = qual.rfind("().");
+    if (dot == std::string_view::npos) return OwnCall{std::string(qual), false};
+    // obj.method() where obj = local:Cls(): the class's def of that method.
+    if (qual.find('.', dot + 3) == std::string_view::npos) return OwnCall{"local:" + std::string(qual.substr(dot + 3)), true};
+    return std::nullopt;
+  }
+  // self.unpack(): a method of the file's own class.
+  if (qual.starts_with("self.") || qual.starts_with("cls.")) {
+    const size_t dot = qual.find('.');
+    if (qual.find('.', dot + 1) == std::string_view::npos) return OwnCall{"local:" + std::string(qual.substr(dot + 1)), true};
+  }
+  return std::nullopt;
+}
+
 const ArgInfo* Analyzer::own_return_value(const std::string& qual_text, const std::vector<ArgInfo>& args,
                                           uint32_t line) {
-  const std::string_view qual = qual_text;
-  if (qual.starts_with("local:")) {
-    check_fragments(args, line);  // _lookup("set", "uid")
-    if (auto it = returns_.find(qual_text + "()"); it != returns_.end()) return &it->second;
-    // obj.method() where obj = local:Cls(): what the class's def of that method returns.
-    if (const size_t dot = qual.rfind("()."); dot != std::string_view::npos && qual.find('.', dot + 3) == std::string_view::npos)
-      if (auto it = returns_.find("local:" + qual_text.substr(dot + 3) + "()"); it != returns_.end()) return &it->second;
-  }
-  // self.unpack(): a method of the file's own class returns what its def returns.
-  if ((qual.starts_with("self.") || qual.starts_with("cls.")) && qual.find('.', qual.find('.') + 1) == std::string::npos) {
-    if (auto it = returns_.find("local:" + qual_text.substr(qual.find('.') + 1) + "()"); it != returns_.end()) return &it->second;
-  }
+  if (qual_text.starts_with("local:")) check_fragments(args, line);  // _lookup("set", "uid")
+  if (const auto own = own_call(qual_text))
+    if (auto it = returns_.find(own->name + "()"); it != returns_.end()) return &it->second;
   return nullptr;
 }
 

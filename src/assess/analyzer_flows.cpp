@@ -74,6 +74,11 @@ bool reads_path(std::string_view qual) noexcept {
   return false;
 }
 
+// open() and its aliases: a file handle on the path, in the mode of argument 1.
+bool opens(std::string_view qual) noexcept {
+  return qual == "open" || qual == "io.open" || qual == "codecs.open" || qual == "builtins.open";
+}
+
 // A mode that reads: none given, or one with 'r' or '+'.
 bool reading_mode(const std::vector<ArgInfo>& args, size_t mode_index) {
   const ArgInfo* mode = nullptr;
@@ -135,8 +140,7 @@ void Analyzer::mark_read_source(std::string_view qual, const std::vector<ArgInfo
       }
       return;
     }
-  } else if ((qual == "open" || qual == "io.open" || qual == "codecs.open" || qual == "builtins.open") &&
-             !reading_mode(args, 1)) {
+  } else if (opens(qual) && !reading_mode(args, 1)) {
     // What is written next (f.write(x), json.dump(x, f)) goes to this file.
     if (!args.empty() && args[0].kind == Kind::string && args[0].keyword.empty()) last_write_path_ = args[0].text;
     return;
@@ -148,7 +152,7 @@ void Analyzer::mark_read_source(std::string_view qual, const std::vector<ArgInfo
     value.path_params |= a.params;
     // `env`, `printenv`: the whole environment as a command prints it.
     if ((a.text == "env" || a.text == "printenv" || a.text.starts_with("env\x1f") || a.text.starts_with("printenv\x1f")) &&
-        qual != "open" && qual != "io.open" && qual != "codecs.open" && qual != "builtins.open" && qual != "os.open")
+        !opens(qual) && qual != "os.open")
       mark_flow(value, flow_environ, line);
     mark_flow(value, path_flows(a), line);
     // A copy the program made of such a file (shutil.copy(SRC, "local.txt")) holds the same.
@@ -254,11 +258,13 @@ void Analyzer::lambda_token(const Token& t) {
   if (t.kind != TokKind::op || t.text != ":" || frames_.size() != lambda_depth_) return;
   lambda_state_ = 2;
   if (!lambda_fn_.empty() && params_of_.size() < kMaxSymbols) params_of_[lambda_fn_] = lambda_params_;
-  for (size_t i = 0; i < lambda_params_.size(); ++i) {
-    ArgInfo p{{}, Kind::name, lambda_params_[i], true};
-    p.params = 1u << i;
-    bind(lambda_params_[i], p);
-  }
+  for (size_t i = 0; i < lambda_params_.size(); ++i) bind_param(i, lambda_params_[i], {});
+}
+
+void Analyzer::bind_param(size_t i, const std::string& name, const std::string& path_default) {
+  ArgInfo p{{}, path_default.empty() ? Kind::name : Kind::string, path_default.empty() ? name : path_default, true};
+  p.params = 1u << i;
+  bind(name, p);
 }
 
 void Analyzer::end_lambda() {
@@ -280,9 +286,7 @@ void Analyzer::bind_params(const Block& b) {
     // paths: any other constant would read as a piece of assembled code (stmt="pass").
     const bool def = i < b.defaults.size() && !b.defaults[i].empty() &&
                      (b.defaults[i][0] == '/' || b.defaults[i][0] == '~');
-    ArgInfo p{{}, def ? Kind::string : Kind::name, def ? b.defaults[i] : b.params[i], true};
-    p.params = 1u << i;
-    bind(b.params[i], p);
+    bind_param(i, b.params[i], def ? b.defaults[i] : std::string());
   }
 }
 
@@ -293,37 +297,22 @@ void Analyzer::forget_params(const Block& b) {
 
 void Analyzer::note_param_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line) {
   if (std::none_of(args.begin(), args.end(), [](const ArgInfo& a) { return (a.params | a.path_params) != 0; })) return;
-  // A lambda being read is the innermost function.
-  if (lambda_state_ == 2 && !lambda_fn_.empty()) {
-    auto& calls = summaries_[lambda_fn_];
-    if (calls.size() < kMaxParamCalls) calls.push_back(param_call(qual, args, line));
-    return;
-  }
-  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
-    if (it->kind != BlockKind::function) continue;
-    if (summaries_.size() >= kMaxSymbols && !summaries_.count(it->name)) return;
-    auto& calls = summaries_[it->name];
-    if (calls.size() < kMaxParamCalls) calls.push_back(param_call(qual, args, line));
-    return;
-  }
+  // The innermost function: a lambda being read, else the def around the call.
+  const std::string* fn = lambda_state_ == 2 && !lambda_fn_.empty() ? &lambda_fn_ : nullptr;
+  for (auto it = blocks_.rbegin(); !fn && it != blocks_.rend(); ++it)
+    if (it->kind == BlockKind::function) fn = &it->name;
+  if (!fn || (summaries_.size() >= kMaxSymbols && !summaries_.count(*fn))) return;
+  auto& calls = summaries_[*fn];
+  if (calls.size() < kMaxParamCalls) calls.push_back(param_call(qual, args, line));
 }
 
 void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret) {
   // Which function, and what its parameter i is here: obj.method(x) and self.method(x) give
   // the receiver as parameter 0.
-  std::string fn;
-  const ArgInfo* receiver = nullptr;
-  if (qual.starts_with("local:") && qual.find("().") == std::string_view::npos) {
-    fn = qual;
-  } else if (const size_t dot = qual.rfind("()."); qual.starts_with("local:") && dot != std::string_view::npos) {
-    fn = "local:" + std::string(qual.substr(dot + 3));
-    receiver = &f.callee;
-  } else if (qual.starts_with("self.") && qual.find('.', 5) == std::string_view::npos) {
-    fn = "local:" + std::string(qual.substr(5));
-    receiver = &f.callee;
-  } else {
-    return;
-  }
+  const auto own = own_call(qual);
+  if (!own) return;
+  const std::string& fn = own->name;
+  const ArgInfo* receiver = own->receiver ? &f.callee : nullptr;
   const auto names = params_of_.find(fn);
   if (names == params_of_.end()) return;
   std::vector<const ArgInfo*> given(names->second.size(), nullptr);
@@ -388,8 +377,8 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
   // By index, each entry copied: a function calling itself adds to the summary being read.
   const size_t n = calls->second.size();
   for (size_t k = 0; k < n; ++k) {
-    const ParamCall c = summaries_.find(fn)->second[k];
-    std::vector<ArgInfo> args = c.args;
+    ParamCall c = summaries_.find(fn)->second[k];
+    std::vector<ArgInfo>& args = c.args;
     bool flows = false;
     for (auto& a : args) {
       // The parameter itself, given an absolute path here: the path stands in its place.

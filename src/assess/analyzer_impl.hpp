@@ -125,6 +125,15 @@ inline bool append_capped(std::string& dst, std::string_view src, size_t cap) {
 
 inline bool is_name_kind(Kind k) noexcept { return k == Kind::name || k == Kind::call; }
 
+// The file's own function a call reaches: local:f(), obj.m() where obj = local:Cls(), and
+// self.m() / cls.m(), whose receiver is the function's parameter 0. `name` is the def's symbol
+// ("local:m"), the key of returns_ (with "()"), params_of_ and summaries_.
+struct OwnCall {
+  std::string name;
+  bool receiver = false;
+};
+std::optional<OwnCall> own_call(std::string_view qual);
+
 // Data flow (analyzer_flows.cpp): `v` now carries host data of kinds `flows`, read at `line`;
 // `to` carries what `from` carries too.
 void mark_flow(ArgInfo& v, uint8_t flows, uint32_t line);
@@ -289,6 +298,8 @@ class Analyzer {
   void note_def_param_op(std::string_view op);
   void note_def_default(std::string_view value);
   void bind_params(const Block& b);
+  // Parameter i of the function being read: a name of its own, or its path default.
+  void bind_param(size_t i, const std::string& name, const std::string& path_default);
   // `NAME = lambda a, b: ...`: a and b are its parameters while its body is read, and NAME a
   // function of the file's own (local:NAME) with the summary of what it sends.
   void lambda_token(const Token& t);
