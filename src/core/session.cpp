@@ -52,7 +52,7 @@ std::vector<audit::CellOutputItem> output_manifest(const CellResult& cr) {
     for (const auto& [mime, data] : b) {
       // The protocol accepted these as base64 already; a failed decode cannot happen, but keep
       // the text's measure rather than none.
-      const auto raw = (mime == "image/png" || mime == "image/jpeg") ? base64_decode(data) : std::nullopt;
+      const auto raw = session::base64_type(mime) ? base64_decode(data) : std::nullopt;
       const std::string& bytes = raw ? *raw : data;
       items.push_back({.kind = kind, .index = index, .mime = mime, .size = bytes.size(),
                        .sha256 = sha256_hex(bytes), .truncated = std::nullopt});

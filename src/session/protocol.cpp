@@ -99,7 +99,7 @@ MimeBundle bundle(const json& j, const char* what, uint64_t& budget) {
     if (!data.is_string()) bad(std::string(what) + "['" + type + "'] is not a string");
     const auto& s = data.get_ref<const std::string&>();
     if (s.size() > budget) bad(std::string(what) + " is over the cell's display limit");
-    if ((type == "image/png" || type == "image/jpeg") && !base64(s))
+    if (base64_type(type) && !base64(s))
       bad(std::string(what) + "['" + type + "'] is not base64");
     budget -= s.size();
     out.emplace(type, s);

@@ -17,6 +17,9 @@
 
 namespace sandboxrun::session {
 
+// The MIME types whose data a bundle carries base64-encoded (binary images); text otherwise.
+inline bool base64_type(std::string_view type) noexcept { return type == "image/png" || type == "image/jpeg"; }
+
 // What one reply may hold: the cell's output_limit per stream, and its display items.
 struct ReplyLimits {
   uint64_t output_bytes = 1 << 20;
