@@ -34,13 +34,14 @@ suite_tmp=$(mktemp -d /tmp/sandboxrun-suite.XXXXXX)
 chmod 1777 "$suite_tmp"  # as /tmp: tests that drop to uid 1000 make their directories here too
 export TMPDIR=$suite_tmp
 trap 'rm -rf "$suite_tmp"' EXIT
+suite_names='^(sandboxrun|unit-test\.|deps-cache-test-|pytest-sandboxrun)'
 check_tmp() {
   local new ours left
   new=$(comm -13 <(printf '%s\n' "$tmp_before") <(ls -A /tmp | sort) | grep -vx "$(basename "$suite_tmp")" || true)
-  ours=$(grep -E '^(sandboxrun|unit-test\.|deps-cache-test-|pytest-sandboxrun)' <<<"$new" || true)
+  ours=$(grep -E "$suite_names" <<<"$new" || true)
   left=$(ls -A "$suite_tmp")
   if [[ -n $new && $new != "$ours" ]]; then
-    echo "== (new in /tmp during the suite, not the suite's: $(grep -cvE '^(sandboxrun|unit-test\.|deps-cache-test-|pytest-sandboxrun)' <<<"$new") entries, not counted)"
+    echo "== (new in /tmp during the suite, not the suite's: $(grep -cvE "$suite_names" <<<"$new") entries, not counted)"
   fi
   [[ -z $ours && -z $left ]] && return 0
   echo "== the tests left these behind (each test must remove its own):"
