@@ -69,6 +69,12 @@ class Cgroup {
   // Limits that are not enforced exactly as asked, one sentence each with the fix (e.g. no cpu
   // controller, no swap accounting). Empty when everything requested is enforced.
   virtual std::vector<std::string> degradations() const = 0;
+  // cgroup.mode enclosing: the cgroup is the container's, the launcher's own included (so the
+  // sandbox should be the OOM killer's first choice, and the container is the run's id slot).
+  virtual bool encloses_launcher() const { return false; }
+  // A bound on the sandbox user's processes that the cgroup does not enforce and the launcher
+  // must (RLIMIT_NPROC); 0: none needed.
+  virtual uint64_t process_limit() const { return 0; }
 };
 
 // Scope of a clone into a run's cgroup: the calling thread is in the run's v1 cgroups from

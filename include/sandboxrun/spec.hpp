@@ -50,12 +50,21 @@ struct LimitAdjustment {
   bool requested = false;  // the caller asked for `from` (--timeout ...) and did not get it
 };
 
+// per_run: each run gets a cgroup of its own under a parent sandboxrun may write (root, a
+// delegated subtree). enclosing: one run per container (a Kubernetes Job, `podman run`): the
+// run uses the cgroup sandboxrun itself runs in, never writes to cgroupfs, and refuses unless
+// that cgroup holds nothing else and its limits are at least as tight as the run's
+// (src/cgroup/cgroup_enclosing.cpp).
+enum class CgroupMode { per_run, enclosing };
+NLOHMANN_JSON_SERIALIZE_ENUM(CgroupMode, {{CgroupMode::per_run, "per_run"}, {CgroupMode::enclosing, "enclosing"}})
+
 struct CgroupSettings {
+  CgroupMode mode = CgroupMode::per_run;
   std::string parent;           // configured parent (v2 path relative to the mount, or v1 name); empty = auto
   bool allow_degraded = false;  // run untrusted code without enforced memory/pids limits
   bool operator==(const CgroupSettings&) const = default;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupSettings, parent, allow_degraded)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupSettings, mode, parent, allow_degraded)
 
 struct NetworkSettings {
   NetworkMode mode = NetworkMode::none;

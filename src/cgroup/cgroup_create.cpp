@@ -1,5 +1,6 @@
 // create_cgroup and CgroupHost: plan (cgroup_probe.cpp), prepare the parent, sweep stale runs,
 // build the backend. Fails closed unless the settings allow a degraded run.
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <exception>
@@ -30,6 +31,7 @@ bool host_lacks(int err) {
 // own) and removes stale runs of dead launchers under them (v2 parents first: cgroup.kill
 // there empties the v1 twins too).
 void prepare(const Plan& plan, std::vector<std::string>* warnings) {
+  if (plan.enclosing) return;  // nothing of ours to make or sweep
   if (plan.version == "v2") {
     prepare_v2_parent(plan);
     sweep_stale({{plan.v2_parent, true}}, warnings);
@@ -56,6 +58,8 @@ struct CgroupHost::State {
   // When the parents were last made and swept; unset: not yet, or that failed.
   std::optional<std::chrono::steady_clock::time_point> swept;
   std::vector<std::string> warnings;  // from the construction's sweep, for the next create()
+  // cgroup.mode enclosing: set while a run holds the container's cgroup.
+  std::shared_ptr<std::atomic<bool>> enclosing_busy = std::make_shared<std::atomic<bool>>(false);
 };
 
 CgroupHost::CgroupHost(const CgroupSettings& settings) : state_(std::make_unique<State>()) {
@@ -98,6 +102,9 @@ std::unique_ptr<Cgroup> CgroupHost::create(const std::string& run_id, const Limi
                 "or set cgroup.allow_degraded: true in sandbox.yaml to run without those limits")
         .as(ErrorKind::limits);
   }
+  // Refusals of the enclosing cgroup (not alone, looser limits) are never "degraded": its
+  // limits exist and must be right, and allow_degraded is for hosts that have none.
+  if (plan.enclosing) return make_enclosing_cgroup(plan, limits, s.enclosing_busy);
   try {
     const std::string name = run_dir_name(run_id, s.owner);
     const auto prepare_locked = [&](bool always) {

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -91,6 +92,13 @@ struct Owner {
   uint64_t start = 0;
 };
 Owner self_owner();
+// /proc/PID/stat: state (field 3), parent (field 4) and start time (field 22).
+struct ProcStat {
+  char state = '?';
+  pid_t ppid = 0;
+  uint64_t start = 0;
+};
+std::optional<ProcStat> read_proc_stat(pid_t pid) noexcept;
 // Start time of a live (not zombie) process; nullopt when it is gone or a zombie.
 std::optional<uint64_t> process_start_time(pid_t pid) noexcept;
 bool owner_alive(const Owner& owner) noexcept;
@@ -141,11 +149,49 @@ struct Plan {
   std::map<std::string, std::string> v1_parents;
   std::map<std::string, Mount> v1_mounts;  // controller -> its hierarchy's mount
   std::string unified_parent;
+  // enclosing (CgroupMode::enclosing): version is the hierarchy read; our own cgroup's
+  // directory per controller ("memory", "pids", "cpu", "cpuacct" on v1; "v2" on v2) and each
+  // one's mount point, where the walk up for limits stops.
+  bool enclosing = false;
+  std::map<std::string, std::string> enclosing_dirs;
+  std::map<std::string, std::string> enclosing_mounts;
 };
 // Reads the given mountinfo / self-cgroup texts and the cgroup files they point at.
 Plan plan_cgroups(const CgroupSettings& settings, std::string_view mountinfo,
                   std::string_view proc_self_cgroup);
 Plan plan_host_cgroups(const CgroupSettings& settings);
+
+// ---- the enclosing cgroup: one run per container (cgroup_enclosing.cpp) --------------------
+
+// Where this process's own cgroup is, for CgroupMode::enclosing; version "none" with the reason
+// when it cannot be seen.
+Plan plan_enclosing(const HostMounts& mounts, std::string_view self_cgroup);
+// The container's limits: the tightest of each from our own cgroup up to the mount point.
+struct EnclosingLimits {
+  std::optional<uint64_t> memory;  // bytes; nullopt: none
+  std::string memory_at;           // the file that sets it
+  bool no_swap = false;            // v2 memory.swap.max 0, v1 memsw <= memory
+  std::optional<uint64_t> pids;
+  std::string pids_at;
+  bool cpu_controller = false;
+  std::optional<double> cpus;  // cpu.max / cfs quota in cpus; nullopt: none
+};
+EnclosingLimits read_enclosing_limits(const Plan& plan);
+// Throws Error (limits; naming the Kubernetes and podman settings) when the container's memory
+// or cpu limit is looser than `want`'s, or swap may exceed it; adds what is not enforced to
+// `degradations`. Returns the RLIMIT_NPROC the sandbox user needs (0: the cgroup's pids.max is
+// tight enough).
+uint64_t check_enclosing_limits(const EnclosingLimits& e, const Limits& want, bool host_swap,
+                                const std::string& where, std::vector<std::string>& degradations);
+// Throws Error (limits) when the plan's cgroups (and those below) hold a live process that is
+// neither `self`, one of its ancestors nor pid 1.
+void check_alone(const Plan& plan, pid_t self);
+// pid's parent chain reaches `ancestor` (a zombie or a vanished pid: false).
+bool descends_from(pid_t pid, pid_t ancestor) noexcept;
+// `busy` (shared by one CgroupHost's runs) is set while the cgroup is taken: a second run of the
+// same launcher is refused.
+std::unique_ptr<Cgroup> make_enclosing_cgroup(const Plan& plan, const Limits& limits,
+                                              std::shared_ptr<std::atomic<bool>> busy);
 
 // ---- backends ----------------------------------------------------------------------------
 
@@ -188,6 +234,9 @@ struct V1Options {
   bool use_unified = true;  // the hybrid cgroup2 companion: placement, cgroup.kill
   bool use_freezer = true;  // v1 freezer for kill_all when there is no cgroup.kill
 };
+// Reads the v1 counters of a run's memory, pids and cpuacct directories (cpuacct_fd may be -1;
+// peaks not yet merged with earlier samples).
+CgroupUsage read_v1_usage(int memory_fd, int pids_fd, int cpuacct_fd) noexcept;
 std::unique_ptr<Cgroup> make_v1_cgroup(const Plan& plan, const std::string& name, const Limits& limits,
                                        const V1Options& options = {});
 

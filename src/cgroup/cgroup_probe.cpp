@@ -270,6 +270,7 @@ std::optional<std::string> own_cgroup(std::string_view text, const std::string& 
 
 Plan plan_cgroups(const CgroupSettings& settings, std::string_view mountinfo, std::string_view self_cgroup) {
   HostMounts mounts = parse_mountinfo(mountinfo);
+  if (settings.mode == CgroupMode::enclosing) return plan_enclosing(mounts, self_cgroup);
   std::string v2_problem;
   if (mounts.v2) {
     auto root_ctrls = split_words(read_path(mounts.v2->mountpoint + "/cgroup.controllers").value_or(""));

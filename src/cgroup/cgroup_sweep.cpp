@@ -17,30 +17,6 @@ namespace sandboxrun::cgroup_detail {
 
 namespace {
 
-// /proc/PID/stat: state (field 3) and starttime (field 22), counted after the ")" of comm,
-// which may itself contain spaces and parentheses.
-struct ProcStat {
-  char state = '?';
-  uint64_t start = 0;
-};
-
-std::optional<ProcStat> read_proc_stat(pid_t pid) noexcept {
-  std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return std::nullopt;
-  char buf[1024];
-  ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
-  if (n <= 0) return std::nullopt;
-  std::string_view text(buf, static_cast<size_t>(n));
-  size_t paren = text.rfind(')');
-  if (paren == std::string_view::npos || paren + 2 >= text.size()) return std::nullopt;
-  auto fields = split_words(text.substr(paren + 2));  // fields[0] is field 3 (state)
-  if (fields.size() < 20 || fields[0].empty()) return std::nullopt;
-  auto start = parse_u64(fields[19]);
-  if (!start) return std::nullopt;
-  return ProcStat{fields[0][0], *start};
-}
-
 bool valid_run_id_char(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
          c == '_' || c == '-';
@@ -74,6 +50,25 @@ bool remove_stale(const std::string& parent, const std::string& name, bool v2) n
 }
 
 }  // namespace
+
+std::optional<ProcStat> read_proc_stat(pid_t pid) noexcept {
+  std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  char buf[1024];
+  ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+  if (n <= 0) return std::nullopt;
+  // comm (field 2) may itself hold blanks and parentheses: count from the last ")".
+  std::string_view text(buf, static_cast<size_t>(n));
+  size_t paren = text.rfind(')');
+  if (paren == std::string_view::npos || paren + 2 >= text.size()) return std::nullopt;
+  auto fields = split_words(text.substr(paren + 2));  // fields[0] is field 3 (state)
+  if (fields.size() < 20 || fields[0].empty()) return std::nullopt;
+  auto start = parse_u64(fields[19]);
+  auto ppid = parse_u64(fields[1]);
+  if (!start || !ppid) return std::nullopt;
+  return ProcStat{fields[0][0], static_cast<pid_t>(*ppid), *start};
+}
 
 std::optional<uint64_t> process_start_time(pid_t pid) noexcept {
   auto st = read_proc_stat(pid);

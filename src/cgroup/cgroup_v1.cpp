@@ -132,20 +132,9 @@ class CgroupV1 final : public Cgroup {
   std::vector<std::string> degradations() const override { return degradations_; }
 
   CgroupUsage sample() override {
-    CgroupUsage u;
-    auto num = [](const CgroupDir* d, const char* file) {
-      return d ? parse_u64(read_ctl(d->fd(), file).value_or("")).value_or(0) : 0;
-    };
-    u.memory_current = num(memory_, "memory.usage_in_bytes");
-    u.memory_peak = num(memory_, "memory.max_usage_in_bytes");
-    u.cpu_usec = unified_cpu_stat_
-                     ? keyed_value(read_ctl(unified_->fd(), "cpu.stat").value_or(""), "usage_usec").value_or(0)
-                     : num(cpuacct_, "cpuacct.usage") / 1000;  // ns
-    u.pids_current = num(pids_, "pids.current");
-    u.pids_peak = num(pids_, "pids.peak");
-    // oom_kill in memory.oom_control: Linux >= 4.13.
-    u.oom_kills = keyed_value(read_ctl(memory_->fd(), "memory.oom_control").value_or(""), "oom_kill").value_or(0);
-    u.pids_max_hits = keyed_value(read_ctl(pids_->fd(), "pids.events").value_or(""), "max").value_or(0);
+    CgroupUsage u = read_v1_usage(memory_->fd(), pids_->fd(), cpuacct_ ? cpuacct_->fd() : -1);
+    if (unified_cpu_stat_)
+      u.cpu_usec = keyed_value(read_ctl(unified_->fd(), "cpu.stat").value_or(""), "usage_usec").value_or(0);
     peaks_.update(u);
     return u;
   }
@@ -249,6 +238,20 @@ class CgroupV1 final : public Cgroup {
 };
 
 }  // namespace
+
+CgroupUsage read_v1_usage(int memory_fd, int pids_fd, int cpuacct_fd) noexcept {
+  CgroupUsage u;
+  auto num = [](int fd, const char* file) { return fd < 0 ? 0 : parse_u64(read_ctl(fd, file).value_or("")).value_or(0); };
+  u.memory_current = num(memory_fd, "memory.usage_in_bytes");
+  u.memory_peak = num(memory_fd, "memory.max_usage_in_bytes");
+  u.cpu_usec = num(cpuacct_fd, "cpuacct.usage") / 1000;  // ns
+  u.pids_current = num(pids_fd, "pids.current");
+  u.pids_peak = num(pids_fd, "pids.peak");
+  // oom_kill in memory.oom_control: Linux >= 4.13.
+  u.oom_kills = keyed_value(read_ctl(memory_fd, "memory.oom_control").value_or(""), "oom_kill").value_or(0);
+  u.pids_max_hits = keyed_value(read_ctl(pids_fd, "pids.events").value_or(""), "max").value_or(0);
+  return u;
+}
 
 std::unique_ptr<Cgroup> make_v1_cgroup(const Plan& plan, const std::string& name, const Limits& limits,
                                        const V1Options& options) {

@@ -36,7 +36,10 @@ Check judge_trial(const TrialFacts& f) {
     return {"trial run", true, true, f.degradations.empty() ? "a sandbox ran" : "a sandbox ran, without: " + f.degradations, ""};
   auto has = [&](const char* s) { return f.error.find(s) != std::string::npos; };
   std::string fix;
-  if (has("mount proc") || has("'proc'"))
+  if (has("cgroup.mode enclosing"))
+    fix = "one run per container: give the container limits at least as tight as the trust level's (Kubernetes "
+          "resources.limits; podman --memory, --memory-swap, --cpus) and start sandboxrun as its only process";
+  else if (has("mount proc") || has("'proc'"))
     fix = "/proc is masked (a container's default): podman/docker --security-opt unmask=ALL (docker: "
           "--security-opt systempaths=unconfined); Kubernetes: securityContext.procMount: Unmasked (with hostUsers: "
           "false)";

@@ -234,7 +234,13 @@ constexpr TopKey kTopKeys[] = {
     {"host_memory_share", [](R r, P key, V v, C cfg) { cfg.host_memory_share = r.number(v, key, 0.01, 1.0); }},
     {"cgroup",
      [](R r, P key, V v, C cfg) {
-       r.check_keys(v, key, {"parent", "allow_degraded"});
+       r.check_keys(v, key, {"mode", "parent", "allow_degraded"});
+       if (const auto m = v["mode"]) {
+         const std::string s = r.scalar(m, "cgroup.mode", "per_run or enclosing");
+         if (s == "per_run") cfg.cgroup.mode = CgroupMode::per_run;
+         else if (s == "enclosing") cfg.cgroup.mode = CgroupMode::enclosing;
+         else r.fail(m, "cgroup.mode", "per_run (a cgroup per run) or enclosing (one run per container)");
+       }
        if (const auto p = v["parent"]) cfg.cgroup.parent = r.scalar(p, "cgroup.parent", "a cgroup path");
        if (const auto d = v["allow_degraded"]) cfg.cgroup.allow_degraded = r.boolean(d, "cgroup.allow_degraded");
      }},

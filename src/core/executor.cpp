@@ -114,7 +114,9 @@ Executor Executor::open(const ExecutorOptions& options) {
     throw std::move(e).as(ErrorKind::audit);  // a broken audit.yaml stays a config error
   }
   im.cgroups = std::make_shared<const CgroupHost>(im.cfg.cgroup);
-  if (options.warm && !options.single_run) {
+  // A sandbox set up ahead would hold the container's cgroup that cgroup.mode enclosing gives
+  // to one run at a time.
+  if (options.warm && !options.single_run && im.cfg.cgroup.mode != CgroupMode::enclosing) {
     im.warm_pool = std::make_unique<core::WarmPool>([&im](Trust t) { return im.prepare_warm(t); });
     im.warm_pool->want(im.cfg.default_trust);
   }

@@ -63,6 +63,9 @@ struct ChildPlan {
   uid_t uid = 1000;
   gid_t gid = 1000;
   bool id_slot = false;  // root launcher: ids map onto a slot, setgroups stays allowed
+  // RLIMIT_NPROC of the sandbox user where the cgroup does not bound its processes (an
+  // enclosing cgroup whose pids.max is the pod's, hidden by its cgroup namespace); 0: none.
+  uint64_t max_processes = 0;
   bool proxy_socket = false;
   bool netns_prepared = false;  // cloned into a pooled namespace (NetnsPool): lo is up already
   LandlockPlan landlock;

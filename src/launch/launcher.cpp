@@ -78,6 +78,13 @@ std::string sandbox_script_name(const std::string& name) {
 
 namespace {
 
+// The OOM killer's first choice in a cgroup is the highest oom_score_adj (1000 at most).
+bool raise_oom_score(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/oom_score_adj";
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  return fd && ::write(fd.get(), "1000", 4) == 4;
+}
+
 unsigned long root_flags(const std::string& rootfs) {
   unsigned long flags = MS_RDONLY | MS_NOSUID | MS_NODEV;
   // Keep the atime flags of the underlying mount: in a user namespace they are locked.
@@ -227,11 +234,18 @@ void start(PreparedSandbox::State& st, const LaunchRequest& req) {
   out.cgroup_backend = st.cgroup ? st.cgroup->backend() : "none (degraded)";
   if (st.cgroup) out.degradations = st.cgroup->degradations();
   else out.degradations.push_back("no cgroup: memory, pids and cpu limits are not enforced (" + degraded_reason + ")");
+  const bool enclosing = st.cgroup && st.cgroup->encloses_launcher();
+  // A container holding one run is that run's slot: nothing else there shares its ids.
+  if (!st.slot && !enclosing)
+    out.degradations.push_back("no id slot: the sandbox user is uid " + std::to_string(::geteuid()) +
+                               " on the host, as the caller's other processes and runs are (run as root for "
+                               "id slots, or one run per container with cgroup.mode: enclosing)");
 
   ChildPlan& plan = st.plan;
   build_plan(req, plan);
   out.landlock_abi = plan.landlock.abi;
   plan.id_slot = st.slot != nullptr;
+  plan.max_processes = st.cgroup ? st.cgroup->process_limit() : 0;
   plan.netns_prepared = req.netns_fd >= 0;
   if (!st.caps.caps) throw_errno("cap_init");
   plan.empty_caps = st.caps.caps;
@@ -294,6 +308,11 @@ void start(PreparedSandbox::State& st, const LaunchRequest& req) {
     st.pid = child.pid;
     if (req.on_started) req.on_started(child.pid);
     st.pidfd = std::move(child.pidfd);
+    // In the container's own cgroup an OOM kill must take the sandbox, never the launcher
+    // (which would lose the result and the audit record): raising a score needs no privilege.
+    if (enclosing && !raise_oom_score(child.pid))
+      out.warnings.push_back("cannot raise the sandbox's oom_score_adj: an OOM kill in the container may "
+                             "take the launcher instead of the sandbox");
     // pid 1 waits for its id maps and the eventfd: both first, so that it sets itself up while
     // this thread steps back out of the run's v1 cgroups (the end of this block) and closes
     // the child's ends below, instead of after them.

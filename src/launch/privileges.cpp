@@ -56,6 +56,14 @@ bool drop_privileges(const ChildPlan& plan) {
     report_error(plan, "no_new_privs", errno, "PR_SET_NO_NEW_PRIVS");
     return false;
   }
+  // Counted per user (and user namespace): the sandbox user's processes and threads are the run's.
+  if (plan.max_processes) {
+    rlimit nproc{plan.max_processes, plan.max_processes};
+    if (::setrlimit(RLIMIT_NPROC, &nproc) != 0) {
+      report_error(plan, "limit processes", errno, "RLIMIT_NPROC");
+      return false;
+    }
+  }
   rlimit no_core{0, 0};
   if (::setrlimit(RLIMIT_CORE, &no_core) != 0) {
     report_error(plan, "disable core dumps", errno, "RLIMIT_CORE");

@@ -139,7 +139,9 @@ TEST_F(UnprivilegedRun, DegradedModeRunsInAUserNamespaceWithTheSameIsolation) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto result = nlohmann::json::parse(r.out);
   EXPECT_EQ(result["cgroup"], "none (degraded)");
-  ASSERT_EQ(result["degradations"].size(), 1u) << "a degraded run must say so in its result";
+  ASSERT_EQ(result["degradations"].size(), 2u) << "a degraded run must say so in its result";
+  EXPECT_EQ(result["degradations"][0].get<std::string>().rfind("no cgroup", 0), 0u) << result["degradations"];
+  EXPECT_EQ(result["degradations"][1].get<std::string>().rfind("no id slot", 0), 0u) << result["degradations"];
   auto j = nlohmann::json::parse(result["stdout"].get<std::string>());
   EXPECT_EQ(j["uid"], 1000);
   for (const auto& c : j["caps"]) EXPECT_EQ(c, "0000000000000000");

@@ -55,6 +55,10 @@ TEST(Doctor, ATrialRunNamesTheContainerSettingThatStopsIt) {
   const auto proc = judge_trial({.root = false, .error = "sandbox setup failed at 'mount proc' (/proc): Operation not permitted"});
   EXPECT_FALSE(proc.ok);
   EXPECT_NE(proc.fix.find("procMount: Unmasked"), std::string::npos) << proc.fix;
+  const auto looser = judge_trial({.root = false, .error = "cgroup.mode enclosing: the container's cgroup /sys/fs/cgroup "
+                                                           "is looser than this run's limits: memory unlimited > 256MiB"});
+  EXPECT_FALSE(looser.ok);
+  EXPECT_NE(looser.fix.find("resources.limits"), std::string::npos) << looser.fix;
   const auto pivot = judge_trial({.root = false, .error = "sandbox setup failed at 'pivot_root' (/): Operation not permitted"});
   EXPECT_NE(pivot.fix.find("seccomp"), std::string::npos) << pivot.fix;
   const auto tree = judge_trial({.root = true, .error = "cannot clone a mount of the image /x: Operation not permitted"});
