@@ -25,6 +25,24 @@ command -v node >/dev/null || { apt-get update -qq && apt-get install -y -qq --n
 npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
 npm ci --prefix tests/mcp/inspector --ignore-scripts --no-audit --no-fund --loglevel=error
 
+# sandboxrun inside a container as a pod runs it (tests/integration/podman_test.cpp): podman with
+# runc (crun refuses a hybrid cgroup host) and catatonit (a pod's infra container), a
+# subordinate id range for podman's user namespaces (hostUsers: false in deploy/kubernetes/;
+# far above the id slots), and the image deploy/build-image.sh writes (about a minute).
+echo "== containers: podman, runc, catatonit and the sandboxrun image (deploy/build-image.sh)"
+container_missing=()
+for p in podman runc catatonit; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || container_missing+=("$p")
+done
+if ((${#container_missing[@]})); then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${container_missing[@]}" >/dev/null
+fi
+for f in /etc/subuid /etc/subgid; do
+  grep -q '^containers:' "$f" 2>/dev/null || echo 'containers:2147483647:2147483648' >>"$f"
+done
+deploy/build-image.sh
+
 # A test removes what it puts in /tmp. The suite runs with a TMPDIR of its own, which must be
 # empty after each stage; in /tmp itself only this suite's own names count (what a test or the
 # launcher makes there: sandboxrun-*, unit-test.*, deps-cache-test-*, pytest-sandboxrun-*), so

@@ -2,9 +2,10 @@
 # The cgroup v2 leg (CI runs it after the suite): Debian 12's own kernel booted under QEMU
 # (TCG: no KVM is needed), on this machine's root shared read-only over 9p with a tmpfs over it,
 # cgroup2 alone mounted with its controllers enabled. There it runs scripts/v2-guest-checks.sh:
-# the cgroup, resource, lifecycle, id-slot and executor test binaries of build/ and a check list
-# of the CLI. The guest sees the same files as this machine (binaries, libraries, images), so it
-# tests exactly what was built here. Exit status: the checks' (1 when the guest did not report).
+# the cgroup, resource, lifecycle, id-slot, executor, Landlock and enclosing-cgroup test
+# binaries of build/ and a check list of the CLI. The guest sees the same files as this machine
+# (binaries, libraries, images), so it tests exactly what was built here. Exit status: the
+# checks' (1 when the guest did not report).
 #   scripts/v2-guest.sh [--smp N] [--mem MiB]
 # The kernel and the initramfs are cached in build/v2-guest/ (about 75 MB; made once, ~20 s).
 set -euo pipefail
