@@ -37,7 +37,8 @@ std::string not_writable(const std::string& existing) {
   if (errno == EROFS)
     return existing + " is on a read-only mount (a container's /sys/fs/cgroup: give the container a "
                       "writable cgroup namespace, e.g. podman --cgroupns=private --security-opt unmask=/sys/fs/cgroup "
-                      "on cgroup v2, CRI-O's cgroup2-mount-hierarchy-rw annotation, or privileged)";
+                      "on cgroup v2, CRI-O's cgroup2-mount-hierarchy-rw annotation, or privileged; or run one "
+                      "sandbox per container with cgroup.mode: enclosing and the container's limits)";
   return existing + " is not writable by uid " + std::to_string(::geteuid()) + " (" + kFixHint + ")";
 }
 

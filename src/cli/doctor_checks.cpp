@@ -65,8 +65,9 @@ Check judge_cgroups(const CgroupFacts& f) {
   if (f.can_limit) return {"cgroups", true, true, f.summary, ""};
   std::string fix;
   if (f.fs_read_only) {
-    fix = "/sys/fs/cgroup is mounted read-only (a container): run one sandbox per container and let the "
-          "container's own limits hold, or give it a writable cgroup namespace (podman --cgroupns=private, "
+    fix = "/sys/fs/cgroup is mounted read-only (a container): run one sandbox per container with "
+          "cgroup.mode: enclosing in sandbox.yaml and the container's limits on it (README, \"One run per "
+          "container\"), or give it a writable cgroup namespace (podman --cgroupns=private, "
           "docker --cgroupns=private with cgroup v2), or set cgroup.allow_degraded: true in sandbox.yaml to run "
           "without limits";
   } else if (!f.root) {

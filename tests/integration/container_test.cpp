@@ -68,6 +68,7 @@ TEST(Container, AReadOnlyCgroupfsIsRefusedNamingTheContainerSetting) {
   EXPECT_EQ(r.out.find("ran"), std::string::npos) << "untrusted code ran without limits";
   EXPECT_NE(r.err.find("read-only mount"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--cgroupns=private"), std::string::npos) << "the container setting is named:\n" << r.err;
+  EXPECT_NE(r.err.find("cgroup.mode: enclosing"), std::string::npos) << "and one run per container:\n" << r.err;
 }
 
 }  // namespace
