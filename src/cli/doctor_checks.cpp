@@ -48,8 +48,9 @@ Check judge_trial(const TrialFacts& f) {
           "that allows pivot_root, mount and the namespace flags of clone/unshare (a Localhost profile; podman "
           "--security-opt seccomp=FILE), or run it unconfined";
   else if (has("clone a mount of the image") || has("open_tree"))
-    fix = "as root the launcher needs CAP_SYS_ADMIN (podman --cap-add SYS_ADMIN; Kubernetes securityContext."
-          "capabilities.add: [SYS_ADMIN]), or run sandboxrun as a non-root user, which needs none";
+    fix = "as root without CAP_SYS_ADMIN the image must be reachable by every user (the image store "
+          "/var/lib/sandboxrun is): move it there; or add CAP_SYS_ADMIN (podman --cap-add SYS_ADMIN; Kubernetes "
+          "securityContext.capabilities.add: [SYS_ADMIN]); or run sandboxrun as a non-root user, which needs none";
   else if (has("id slot") || has("uid_map") || has("gid_map"))
     fix = "the id range (id_ranges in sandbox.yaml) is not mapped in this user namespace (a user-namespaced pod maps "
           "65536 ids): set id_ranges.base inside the mapping, or run sandboxrun as a non-root user";

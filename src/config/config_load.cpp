@@ -189,9 +189,10 @@ using C = SandboxConfig&;
 
 void read_id_ranges(R r, P key, V v, C cfg) {
   r.check_keys(v, key, {"base", "size", "slot_size"});
-  // Host ids below 65536 belong to accounts and system services; the top of the range is
-  // reserved ((uid_t)-1 and the overflow ids).
-  if (const auto b = v["base"]) cfg.id_ranges.base = static_cast<uint32_t>(r.integer(b, "id_ranges.base", 65536, 4000000000u));
+  // Host ids below 65536 belong to accounts and system services, but a user-namespaced pod has
+  // only those (a run checks that no account owns its range there); below 10000 are the usual
+  // accounts'. The top of the range is reserved ((uid_t)-1 and the overflow ids).
+  if (const auto b = v["base"]) cfg.id_ranges.base = static_cast<uint32_t>(r.integer(b, "id_ranges.base", 10000, 4000000000u));
   if (const auto z = v["size"]) cfg.id_ranges.size = static_cast<uint32_t>(r.integer(z, "id_ranges.size", 2, 1u << 24));
   if (const auto z = v["slot_size"])
     cfg.id_ranges.slot_size = static_cast<uint32_t>(r.integer(z, "id_ranges.slot_size", 2, 65536));

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <string_view>
 
 #include "child_plan.hpp"
 #include "id_slots_child.hpp"
@@ -55,6 +57,36 @@ uint32_t random_start(uint32_t slots) {
   return r % slots;
 }
 
+// A user-namespaced pod maps only its own ids (65,536 from 0): a range outside them cannot be
+// used (setresuid to the slot's owner fails with EINVAL), and one inside them lies among the
+// pod's accounts' ids, so no account may own one.
+void check_range_usable(const IdRanges& ranges) {
+  const uint64_t lo = ranges.base, hi = static_cast<uint64_t>(ranges.base) + ranges.size;
+  const std::string range = std::to_string(lo) + ".." + std::to_string(hi - 1);
+  for (const char* file : {"/proc/self/uid_map", "/proc/self/gid_map"}) {
+    std::string map;
+    try {
+      map = read_file(file);
+    } catch (const Error&) {
+      continue;  // no /proc: the clone says what is wrong
+    }
+    if (!launch::ids_mapped(map, lo, hi))
+      throw Error("id_ranges " + range + " is not mapped in this user namespace (" + file + ": " +
+                      map.substr(0, map.find_last_not_of('\n') + 1) + ")",
+                  "set id_ranges.base and size inside the mapping (a user-namespaced pod maps 65536 ids from 0: "
+                  "e.g. base: 61440, size: 2048), or run sandboxrun as a non-root user")
+          .as(ErrorKind::config);
+  }
+  if (lo >= 65536) return;  // the config's range for hosts; doctor checks its accounts
+  const auto owners = accounts_in_range(ranges);
+  if (owners.empty()) return;
+  std::string list;
+  for (const auto& o : owners) list += (list.empty() ? "" : ", ") + o;
+  throw Error("id_ranges " + range + " holds accounts: " + list,
+              "move id_ranges.base to ids no account uses (an account there would share its ids with sandboxes)")
+      .as(ErrorKind::config);
+}
+
 }  // namespace
 
 const std::filesystem::path& default_slot_dir() {
@@ -66,6 +98,7 @@ IdSlot IdSlot::claim(const IdRanges& ranges, const std::filesystem::path& dir) {
   const uint32_t slots = ranges.slots();
   if (slots == 0 || ranges.slot_size < 2)
     throw Error("id_ranges has no room for a slot of two ids", "set id_ranges.size >= id_ranges.slot_size >= 2");
+  check_range_usable(ranges);
   UniqueFd dfd = open_private_dir(dir);
   const uint32_t start = random_start(slots);
   for (uint32_t k = 0; k < slots; ++k) {
@@ -102,14 +135,40 @@ std::vector<std::string> accounts_in_range(const IdRanges& ranges) {
 
 namespace launch {
 
-void write_slot_id_maps(pid_t pid, const IdSlotInfo& slot, uid_t inside_uid, gid_t inside_gid) {
+bool ids_mapped(std::string_view map, uint64_t lo, uint64_t hi) {
+  // Lines "inside outside count"; a range is mapped when its ids are inside ones, extent by extent.
+  uint64_t next = lo;
+  for (bool progress = true; next < hi && progress;) {
+    progress = false;
+    std::string_view rest = map;
+    while (!rest.empty()) {
+      const size_t nl = rest.find('\n');
+      const std::string line(rest.substr(0, nl));
+      rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+      unsigned long long inside = 0, outside = 0, count = 0;
+      if (std::sscanf(line.c_str(), "%llu %llu %llu", &inside, &outside, &count) != 3) continue;
+      if (next >= inside && next < inside + count) {
+        next = inside + count;
+        progress = true;
+      }
+    }
+  }
+  return next >= hi;
+}
+
+void write_slot_id_maps(pid_t pid, const IdSlotInfo& slot, uid_t inside_uid, gid_t inside_gid,
+                        const UniqueFd& uid_map, const UniqueFd& gid_map) {
   const std::string base = "/proc/" + std::to_string(pid);
+  const auto write_map = [&](const UniqueFd& opened, const char* name, unsigned inside) {
+    const std::string map = "0 " + std::to_string(slot.host_root) + " 1\n" + std::to_string(inside) + " " +
+                            std::to_string(slot.host_user) + " 1\n";
+    if (!opened) return write_file(base + "/" + name, map);
+    if (!write_all(opened.get(), map.data(), map.size())) throw_errno("cannot write " + base + "/" + name);
+  };
   // Written by root (CAP_SETUID/CAP_SETGID over the parent namespace): setgroups stays allowed,
   // so pid 1 can drop the host root's supplementary groups, which would otherwise stay in force.
-  write_file(base + "/uid_map", "0 " + std::to_string(slot.host_root) + " 1\n" + std::to_string(inside_uid) + " " +
-                                    std::to_string(slot.host_user) + " 1\n");
-  write_file(base + "/gid_map", "0 " + std::to_string(slot.host_root) + " 1\n" + std::to_string(inside_gid) + " " +
-                                    std::to_string(slot.host_user) + " 1\n");
+  write_map(uid_map, "uid_map", inside_uid);
+  write_map(gid_map, "gid_map", inside_gid);
 }
 
 bool enter_id_slot(const ChildPlan& plan) {

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <set>
 
 #include "child_plan.hpp"
@@ -78,6 +79,15 @@ std::string sandbox_script_name(const std::string& name) {
 
 namespace {
 
+// Every directory from `path` up to / grants search to others: an id slot's uid may walk it.
+bool searchable_by_all(const std::string& path) {
+  for (std::filesystem::path p(path); ; p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0 || !(st.st_mode & S_IXOTH)) return false;
+    if (p == p.root_path() || !p.has_relative_path()) return true;
+  }
+}
+
 // The OOM killer's first choice in a cgroup is the highest oom_score_adj (1000 at most).
 bool raise_oom_score(pid_t pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/oom_score_adj";
@@ -105,8 +115,19 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
   if (::geteuid() == 0) {
     // pid 1 lives in an id slot's user namespace and may not be able to reach host_rootfs.
     p.root_tree.reset(::open_tree(AT_FDCWD, host_rootfs.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
-    if (!p.root_tree) throw_errno("cannot clone a mount of the image " + host_rootfs);
-    p.rootfs = launch::kAttachedRoot;
+    if (p.root_tree) {
+      p.rootfs = launch::kAttachedRoot;
+    } else if (errno != EPERM || !searchable_by_all(host_rootfs)) {
+      const int err = errno;
+      throw Error("cannot clone a mount of the image " + host_rootfs,
+                  err == EPERM ? "as root the launcher needs CAP_SYS_ADMIN for an image only root can reach: put the "
+                                 "image where every user may search (the image store /var/lib/sandboxrun is), or add "
+                                 "CAP_SYS_ADMIN, or run sandboxrun as a non-root user"
+                               : "",
+                  err);
+    }
+    // Else root without CAP_SYS_ADMIN (a container's default capabilities): pid 1 binds the
+    // image itself, in the mount namespace its own user namespace owns, as bubblewrap does.
   }
   launch::MountInputs m{.rootfs = p.rootfs,
                         .root_tree = p.root_tree ? p.root_tree.get() : -1,
@@ -128,7 +149,12 @@ void build_plan(const LaunchRequest& req, ChildPlan& p) {
       throw Error("bind name '" + b.name + "' is not one path component under /run", "report this as a bug");
     const std::string source = std::filesystem::canonical(b.source).string();
     UniqueFd tree(::open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
-    if (!tree) throw_errno("cannot clone a mount of " + source + " to bind it at /run/" + b.name);
+    if (!tree)
+      throw Error("cannot clone a mount of " + source + " to bind it at /run/" + b.name,
+                  errno == EPERM ? "the launcher lacks CAP_SYS_ADMIN (a container's default capabilities): run "
+                                   "sandboxrun there as a non-root user, or add CAP_SYS_ADMIN"
+                                 : "",
+                  errno);
     // Never suid or devices; noexec and atime stay as on the host (wheels carry shared objects,
     // so a cache on a noexec filesystem cannot serve them).
     mount_attr attr{};
@@ -316,7 +342,7 @@ void start(PreparedSandbox::State& st, const LaunchRequest& req) {
     // pid 1 waits for its id maps and the eventfd: both first, so that it sets itself up while
     // this thread steps back out of the run's v1 cgroups (the end of this block) and closes
     // the child's ends below, instead of after them.
-    if (st.slot) launch::write_slot_id_maps(child.pid, st.slot->info(), spec.uid, spec.gid);
+    if (st.slot) launch::write_slot_id_maps(child.pid, st.slot->info(), spec.uid, spec.gid, child.uid_map, child.gid_map);
     else launch::write_id_maps(child.pid, spec.uid, spec.gid, outside_uid, outside_gid);
     // The eventfd lets pid 1 set itself up; finish() then sends the release (release.hpp) and,
     // once before_exec returned, kStartPayload. The socket's write end stays open while we live:

@@ -115,6 +115,11 @@ CloneResult clone_sandbox(unsigned long flags, int cgroup_fd, long owner_uid, in
   const long pid = do_clone(flags, cgroup_fd, pidfd);
   // The child keeps the owner's ids: it becomes the namespace's root at once (enter_id_slot),
   // and the launcher's ids are unmapped there.
+  if (pid > 0 && saved) {
+    const std::string base = "/proc/" + std::to_string(pid);
+    r.uid_map.reset(::open((base + "/uid_map").c_str(), O_WRONLY | O_CLOEXEC));
+    r.gid_map.reset(::open((base + "/gid_map").c_str(), O_WRONLY | O_CLOEXEC));
+  }
   if (pid != 0) {
     const int err = errno;
     if (saved) restore_ids(*saved);

@@ -3,8 +3,10 @@
 // and says that the hostname is the host's among its degradations; one that refuses pivot_root
 // (Kubernetes' RuntimeDefault) cannot run, and doctor says so with the setting that fixes it.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "harness.hpp"
@@ -69,6 +71,26 @@ TEST(Container, AReadOnlyCgroupfsIsRefusedNamingTheContainerSetting) {
   EXPECT_NE(r.err.find("read-only mount"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--cgroupns=private"), std::string::npos) << "the container setting is named:\n" << r.err;
   EXPECT_NE(r.err.find("cgroup.mode: enclosing"), std::string::npos) << "and one run per container:\n" << r.err;
+}
+
+// Root with a container's default capabilities (no CAP_SYS_ADMIN): the image is bound by pid 1
+// in the namespaces its own user namespace owns (the image reachable by every user), and the id
+// maps are opened as that namespace's owner, so the run has its id slot all the same.
+TEST(Container, RootWithoutCapSysAdminRunsInItsIdSlot) {
+  TempDir d;
+  const std::string src = reachable_source_dir();
+  const std::string cfg = write_config(d, "", "", src);
+  const std::string script = d.write("who.py", "import os\nprint(os.getuid())\n");
+  ::chmod(script.c_str(), 0644);
+  const std::string bin = src + "/" + std::filesystem::path(SANDBOXRUN_BIN).lexically_relative(source_dir()).string();
+  const Exec r = run_program("/usr/bin/setpriv", {"--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", bin, "--json",
+                                                  "--config", cfg, "--audit-log", d.path() + "/audit.log", "--trust",
+                                                  "untrusted", script});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  EXPECT_EQ(j["stdout"], "1000\n");
+  EXPECT_TRUE(j["id_slot"].is_object()) << r.out;
+  EXPECT_TRUE(!j.contains("degradations") || j["degradations"].empty()) << j["degradations"].dump();
 }
 
 }  // namespace

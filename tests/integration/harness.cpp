@@ -172,6 +172,21 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+std::vector<std::string> mounts_of_interest() {
+  std::vector<std::string> out;
+  std::istringstream in(read_text("/proc/self/mountinfo"));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, point;
+    fields >> id >> parent >> dev >> root >> point;
+    bool runtime = false;
+    for (const std::string p : {"/var/lib/containers", "/run/containers", "/run/libpod", "/run/netns", "/var/lib/docker"})
+      runtime = runtime || point == p || point.rfind(p + "/", 0) == 0;
+    if (!runtime) out.push_back(line);
+  }
+  return out;
+}
+
 std::vector<nlohmann::json> audit_records(const std::string& log) {
   std::vector<nlohmann::json> out;
   std::istringstream in(read_text(log));

@@ -63,6 +63,9 @@ std::string read_request_target(int fd);
 
 // The whole file as text (empty when it cannot be read).
 std::string read_text(const std::string& path);
+// This process's mount table (/proc/self/mountinfo lines) without the mounts of container
+// runtimes, which tests running beside (podman_test) add and remove: what a run could leave.
+std::vector<std::string> mounts_of_interest();
 // The records of audit log `log`, in order; a line that is not JSON throws.
 std::vector<nlohmann::json> audit_records(const std::string& log);
 

@@ -20,7 +20,6 @@ using sandboxrun::testing::write_config;
 
 namespace {
 
-size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 
 // Host processes whose command line contains `marker`.
 int processes_with(const std::string& marker) {
@@ -168,7 +167,7 @@ TEST(Lifecycle, UsageErrorsAreExit2) {
 }
 
 TEST(Lifecycle, NothingIsLeftBehind) {
-  std::string mounts_before = sandboxrun::testing::read_text("/proc/self/mountinfo");
+  const auto mounts_before = sandboxrun::testing::mounts_of_interest();
   // The launcher's temp files go to a private TMPDIR (Bandit is on for one run so there is a
   // temp copy to clean up). Not /tmp: other tests running beside this one (Bandit's, the Python
   // package's) come and go there; scripts/test.sh checks /tmp once the whole suite is done.
@@ -188,7 +187,7 @@ TEST(Lifecycle, NothingIsLeftBehind) {
   auto t = run_python("while True: pass\n", {"--timeout", "0.5"}, env);
   EXPECT_EQ(t.result["status"], "timeout");
   run_ids.push_back(t.result.value("run_id", "?"));
-  EXPECT_EQ(count_lines(sandboxrun::testing::read_text("/proc/self/mountinfo")), count_lines(mounts_before));
+  EXPECT_EQ(sandboxrun::testing::mounts_of_interest(), mounts_before);
   for (const auto& id : run_ids) {
     EXPECT_EQ(id.size(), 32u);
     EXPECT_EQ(sandboxrun::testing::cgroups_named(id), 0u) << "cgroup of run " << id << " survived";

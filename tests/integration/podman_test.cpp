@@ -163,6 +163,44 @@ TEST_F(Podman, AContainerWithoutLimitsIsRefusedNamingTheFlag) {
   EXPECT_NE((r.out + r.err).find("podman --memory 256m"), std::string::npos) << r.out << r.err;
 }
 
+// Root in a user-namespaced pod with the runtime's default capabilities (no CAP_SYS_ADMIN): the
+// image is bound inside the sandbox's own namespaces, the id maps are opened as the namespace's
+// owner, and the id slots lie inside the pod's 65,536 ids (id_ranges.base 61440 here).
+TEST_F(Podman, RootWithoutCapSysAdminRunsInAnIdSlotInsideThePodsIds) {
+  ::chmod(dir_.path().c_str(), 0755);
+  ::chmod(dir_.write("ok.py", "import os\nprint(os.getuid())\n").c_str(), 0644);
+  const auto as_root = [&](const std::string& base) {
+    std::vector<std::string> a{"run", "--rm", "--uidmap", "0:200000:65536", "--gidmap", "0:200000:65536",
+                               "--user", "0", "--security-opt", "no-new-privileges", "--security-opt", "unmask=ALL",
+                               "--security-opt", "seccomp=" + source_dir() + "/deploy/seccomp.json",
+                               "--cgroupns", "private", "-v", dir_.path() + ":/job:ro", "--entrypoint", "sh"};
+    a.insert(a.end(), kPod.begin(), kPod.end());
+    a.insert(a.end(), {kImage, "-c",
+                       "mkdir /tmp/c && cp /etc/sandboxrun/*.yaml /tmp/c/ && sed -i 's/^  base: 100000000$/  base: " +
+                           base + "/' /tmp/c/sandbox.yaml && grep -q '^  base: " + base +
+                           "$' /tmp/c/sandbox.yaml && exec sandboxrun --json --config /tmp/c/sandbox.yaml "
+                           "--audit-log /tmp/audit.log --trust untrusted /job/ok.py"});
+    return podman(a);
+  };
+  const Exec r = as_root("61440");
+  const auto j = result_of(r);
+  ASSERT_TRUE(j.is_object()) << r.out << r.err;
+  EXPECT_EQ(j["status"], "exited") << r.out << r.err;
+  EXPECT_EQ(j["stdout"], "1000\n");
+  ASSERT_TRUE(j["id_slot"].is_object()) << r.out;
+  const auto root = j["id_slot"]["host_root_uid"].get<uint64_t>();
+  EXPECT_GE(root, 61440u);
+  EXPECT_LT(root, 61440u + 2048u) << "a slot inside the pod's ids";
+  EXPECT_EQ(j["cgroup"], "enclosing");
+  EXPECT_TRUE(!j.contains("degradations") || j["degradations"].empty()) << j["degradations"].dump();
+
+  // The host's default range is not the pod's: said, with the setting to change.
+  const Exec outside = as_root("100000000");
+  EXPECT_EQ(outside.exit_code, 125) << outside.out << outside.err;
+  EXPECT_NE((outside.out + outside.err).find("not mapped in this user namespace"), std::string::npos) << outside.out;
+  EXPECT_NE((outside.out + outside.err).find("base: 61440"), std::string::npos) << outside.out;
+}
+
 TEST_F(Podman, DoctorInsideTheContainerSaysItCanRun) {
   const Exec r = run(kPod, {"doctor"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
