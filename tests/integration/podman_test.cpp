@@ -94,12 +94,13 @@ class Podman : public ::testing::Test {
 
   // podman run, least privileged, with the pod's limits; `jobs` is mounted at /job.
   Exec run(const std::vector<std::string>& limits, const std::vector<std::string>& args) {
-    // A user namespace of 65,536 ids, as a pod with hostUsers: false has.
+    // A user namespace of 65,536 ids, as a pod with hostUsers: false has; no network (the runs need
+  // none, and the host's firewall stays as it is).
     std::vector<std::string> a{"run", "--rm", "--uidmap", "0:200000:65536", "--gidmap", "0:200000:65536",
                                "--user", "1000:1000", "--cap-drop", "ALL",
                                "--security-opt", "no-new-privileges", "--security-opt", "unmask=ALL",
                                "--security-opt", "seccomp=" + source_dir() + "/deploy/seccomp.json",
-                               "--cgroupns", "private", "-v", dir_.path() + ":/job:ro"};
+                               "--cgroupns", "private", "--network", "none", "-v", dir_.path() + ":/job:ro"};
     a.insert(a.end(), limits.begin(), limits.end());
     a.push_back(kImage);
     a.insert(a.end(), args.begin(), args.end());
@@ -173,7 +174,7 @@ TEST_F(Podman, RootWithoutCapSysAdminRunsInAnIdSlotInsideThePodsIds) {
     std::vector<std::string> a{"run", "--rm", "--uidmap", "0:200000:65536", "--gidmap", "0:200000:65536",
                                "--user", "0", "--security-opt", "no-new-privileges", "--security-opt", "unmask=ALL",
                                "--security-opt", "seccomp=" + source_dir() + "/deploy/seccomp.json",
-                               "--cgroupns", "private", "-v", dir_.path() + ":/job:ro", "--entrypoint", "sh"};
+                               "--cgroupns", "private", "--network", "none", "-v", dir_.path() + ":/job:ro", "--entrypoint", "sh"};
     a.insert(a.end(), kPod.begin(), kPod.end());
     a.insert(a.end(), {kImage, "-c",
                        "mkdir /tmp/c && cp /etc/sandboxrun/*.yaml /tmp/c/ && sed -i 's/^  base: 100000000$/  base: " +
@@ -227,7 +228,7 @@ TEST_F(Podman, TheShippedPodManifestRunsUnderKubePlayUpToTheMaskedProc) {
     podman({"pod", "rm", "--force", "--ignore", "sandboxrun-run"});
   };
   down();  // a pod left by an interrupted run
-  const Exec played = podman({"kube", "play", "--seccomp-profile-root", source_dir() + "/deploy", manifest});
+  const Exec played = podman({"kube", "play", "--network", "none", "--seccomp-profile-root", source_dir() + "/deploy", manifest});
   const std::string ctr = "sandboxrun-run-run";
   EXPECT_TRUE(eventually([&] { return podman({"wait", ctr}).exit_code == 0; }, std::chrono::seconds(120)))
       << played.out << played.err;
