@@ -46,5 +46,8 @@ class IdSlot {
 // Host accounts (passwd and group entries) whose ids fall inside the range, as "name (uid N)":
 // such an account would share ids with sandboxes. Empty when the range belongs to no one.
 std::vector<std::string> accounts_in_range(const IdRanges& ranges);
+// Throws Error (config, with the fix) when this process cannot use the range: ids its user
+// namespace does not map (a user-namespaced pod's), or below 65536 ids an account owns.
+void check_id_range(const IdRanges& ranges);
 
 }  // namespace sandboxrun

@@ -2,7 +2,6 @@
 #include <linux/landlock.h>
 #include <sys/prctl.h>
 #include <sched.h>
-#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,6 +73,11 @@ Check check_id_ranges(const IdRanges& r) {
   const std::string range = std::to_string(r.base) + ".." + std::to_string(static_cast<uint64_t>(r.base) + r.size - 1);
   if (::geteuid() != 0)
     return {"id range", true, false, range + " (used as root; unprivileged runs map the caller's own id)", ""};
+  try {
+    check_id_range(r);
+  } catch (const Error& e) {
+    return {"id range", false, true, e.what(), e.hint()};
+  }
   std::vector<std::string> owners = accounts_in_range(r);
   std::string detail = range + ", " + std::to_string(r.slots()) + " slots of " + std::to_string(r.slot_size) + " ids";
   if (!owners.empty()) {
@@ -85,14 +89,23 @@ Check check_id_ranges(const IdRanges& r) {
           "useradd --system --no-create-home sandboxrun; usermod --add-subuids BASE-END --add-subgids BASE-END sandboxrun"};
 }
 
+// A container mounts its cgroup hierarchies read-only (on cgroup v1 beneath a tmpfs that may
+// itself be writable): any cgroup or cgroup2 mount mounted "ro".
+bool cgroup_mounts_read_only() {
+  std::ifstream in("/proc/self/mounts");
+  std::string dev, point, type, opts, rest;
+  while (in >> dev >> point >> type >> opts && std::getline(in, rest))
+    if ((type == "cgroup" || type == "cgroup2") && (opts == "ro" || opts.rfind("ro,", 0) == 0)) return true;
+  return false;
+}
+
 Check check_cgroups(const CgroupSettings& settings) {
   CgroupSupport s = probe_cgroups(settings);
   std::string ctl;
   for (const auto& c : s.controllers) ctl += (ctl.empty() ? "" : ",") + c;
-  struct statvfs fs {};
   return judge_cgroups(
       {.root = ::geteuid() == 0,
-       .fs_read_only = ::statvfs("/sys/fs/cgroup", &fs) == 0 && (fs.f_flag & ST_RDONLY),
+       .fs_read_only = cgroup_mounts_read_only(),
        .can_limit = s.can_limit_memory && s.can_limit_pids,
        .summary = s.version + " controllers: " + (ctl.empty() ? "none" : ctl) + (s.detail.empty() ? "" : "; " + s.detail)});
 }

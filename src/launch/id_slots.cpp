@@ -57,10 +57,41 @@ uint32_t random_start(uint32_t slots) {
   return r % slots;
 }
 
+}  // namespace
+
+const std::filesystem::path& default_slot_dir() {
+  static const std::filesystem::path dir = "/run/sandboxrun/slots";
+  return dir;
+}
+
+IdSlot IdSlot::claim(const IdRanges& ranges, const std::filesystem::path& dir) {
+  const uint32_t slots = ranges.slots();
+  if (slots == 0 || ranges.slot_size < 2)
+    throw Error("id_ranges has no room for a slot of two ids", "set id_ranges.size >= id_ranges.slot_size >= 2");
+  check_id_range(ranges);
+  UniqueFd dfd = open_private_dir(dir);
+  const uint32_t start = random_start(slots);
+  for (uint32_t k = 0; k < slots; ++k) {
+    const uint32_t slot = (start + k) % slots;
+    const std::string name = std::to_string(slot);
+    // O_PATH cannot be flock'ed: this is an ordinary open, symlinks refused.
+    UniqueFd lock(::openat(dfd.get(), name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!lock) throw_errno("open the id slot lock " + (dir / name).string(), "remove that file if it is not a regular file");
+    if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK || errno == EINTR) continue;
+      throw_errno("lock the id slot " + (dir / name).string());
+    }
+    const uid_t first = ranges.base + slot * ranges.slot_size;
+    return IdSlot(std::move(lock), IdSlotInfo{slot, first, first + 1});
+  }
+  throw Error("all " + std::to_string(slots) + " id slots in " + dir.string() + " are taken by live runs",
+              "raise id_ranges.size in sandbox.yaml (and its /etc/subuid reservation), or run fewer sandboxes at once");
+}
+
 // A user-namespaced pod maps only its own ids (65,536 from 0): a range outside them cannot be
 // used (setresuid to the slot's owner fails with EINVAL), and one inside them lies among the
-// pod's accounts' ids, so no account may own one.
-void check_range_usable(const IdRanges& ranges) {
+// pod's accounts' ids, so no account may own one there.
+void check_id_range(const IdRanges& ranges) {
   const uint64_t lo = ranges.base, hi = static_cast<uint64_t>(ranges.base) + ranges.size;
   const std::string range = std::to_string(lo) + ".." + std::to_string(hi - 1);
   for (const char* file : {"/proc/self/uid_map", "/proc/self/gid_map"}) {
@@ -85,37 +116,6 @@ void check_range_usable(const IdRanges& ranges) {
   throw Error("id_ranges " + range + " holds accounts: " + list,
               "move id_ranges.base to ids no account uses (an account there would share its ids with sandboxes)")
       .as(ErrorKind::config);
-}
-
-}  // namespace
-
-const std::filesystem::path& default_slot_dir() {
-  static const std::filesystem::path dir = "/run/sandboxrun/slots";
-  return dir;
-}
-
-IdSlot IdSlot::claim(const IdRanges& ranges, const std::filesystem::path& dir) {
-  const uint32_t slots = ranges.slots();
-  if (slots == 0 || ranges.slot_size < 2)
-    throw Error("id_ranges has no room for a slot of two ids", "set id_ranges.size >= id_ranges.slot_size >= 2");
-  check_range_usable(ranges);
-  UniqueFd dfd = open_private_dir(dir);
-  const uint32_t start = random_start(slots);
-  for (uint32_t k = 0; k < slots; ++k) {
-    const uint32_t slot = (start + k) % slots;
-    const std::string name = std::to_string(slot);
-    // O_PATH cannot be flock'ed: this is an ordinary open, symlinks refused.
-    UniqueFd lock(::openat(dfd.get(), name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!lock) throw_errno("open the id slot lock " + (dir / name).string(), "remove that file if it is not a regular file");
-    if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK || errno == EINTR) continue;
-      throw_errno("lock the id slot " + (dir / name).string());
-    }
-    const uid_t first = ranges.base + slot * ranges.slot_size;
-    return IdSlot(std::move(lock), IdSlotInfo{slot, first, first + 1});
-  }
-  throw Error("all " + std::to_string(slots) + " id slots in " + dir.string() + " are taken by live runs",
-              "raise id_ranges.size in sandbox.yaml (and its /etc/subuid reservation), or run fewer sandboxes at once");
 }
 
 std::vector<std::string> accounts_in_range(const IdRanges& ranges) {

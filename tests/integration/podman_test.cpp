@@ -202,6 +202,56 @@ TEST_F(Podman, RootWithoutCapSysAdminRunsInAnIdSlotInsideThePodsIds) {
   EXPECT_NE((outside.out + outside.err).find("base: 61440"), std::string::npos) << outside.out;
 }
 
+// doctor in each configuration of the container matrix (issue 40): what it says, and the setting it names.
+TEST_F(Podman, DoctorNamesTheSettingInEachContainerConfiguration) {
+  const std::string profile = "seccomp=" + source_dir() + "/deploy/seccomp.json";
+  const std::vector<std::string> userns{"--uidmap", "0:200000:65536", "--gidmap", "0:200000:65536"};
+  const auto doctor = [&](std::vector<std::string> opts, const std::string& sh = "") {
+    std::vector<std::string> a{"run", "--rm", "--network", "none", "--cgroupns", "private"};
+    a.insert(a.end(), userns.begin(), userns.end());
+    a.insert(a.end(), opts.begin(), opts.end());
+    if (sh.empty()) {
+      a.insert(a.end(), {kImage, "doctor"});
+    } else {
+      a.insert(a.end(), {"--entrypoint", "sh", kImage, "-c", sh});
+    }
+    const Exec r = podman(a);
+    return std::make_pair(r.exit_code, r.out + r.err);
+  };
+  const std::vector<std::string> least{"--user", "1000:1000", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+                                       "--memory", "256m", "--memory-swap", "256m", "--cpus", "1"};
+  auto with = [](std::vector<std::string> base, const std::vector<std::string>& more) {
+    base.insert(base.end(), more.begin(), more.end());
+    return base;
+  };
+  // A masked /proc: no sandbox can mount its own.
+  auto [masked, masked_out] = doctor(with(least, {"--security-opt", profile}));
+  EXPECT_EQ(masked, 1) << masked_out;
+  EXPECT_NE(masked_out.find("procMount: Unmasked"), std::string::npos) << masked_out;
+  // podman's own profile refuses sethostname: runs, and says what it went without.
+  auto [plain, plain_out] = doctor(with(least, {"--security-opt", "unmask=ALL"}));
+  EXPECT_EQ(plain, 0) << plain_out;
+  EXPECT_NE(plain_out.find("hostname not set"), std::string::npos) << plain_out;
+  // No limits on the container: the trial is refused, naming the pod's resources.
+  auto [loose, loose_out] = doctor({"--user", "1000:1000", "--cap-drop", "ALL", "--security-opt", "unmask=ALL",
+                                    "--security-opt", profile});
+  EXPECT_EQ(loose, 1) << loose_out;
+  EXPECT_NE(loose_out.find("resources.limits"), std::string::npos) << loose_out;
+  // Root in the pod's user namespace with the host's id range.
+  auto [root, root_out] = doctor(with(least, {"--user", "0", "--security-opt", "unmask=ALL", "--security-opt", profile}));
+  EXPECT_EQ(root, 1) << root_out;
+  EXPECT_NE(root_out.find("MISSING  id range"), std::string::npos) << root_out;
+  EXPECT_NE(root_out.find("base: 61440"), std::string::npos) << root_out;
+  // A cgroup per run wanted on a container's read-only cgroupfs.
+  auto [per_run, per_run_out] =
+      doctor(with(least, {"--security-opt", "unmask=ALL", "--security-opt", profile}),
+             "mkdir /tmp/c && cp /etc/sandboxrun/*.yaml /tmp/c/ && sed -i 's/^  mode: enclosing /  mode: per_run /' "
+             "/tmp/c/sandbox.yaml && exec sandboxrun doctor --config /tmp/c/sandbox.yaml");
+  EXPECT_EQ(per_run, 1) << per_run_out;
+  EXPECT_NE(per_run_out.find("MISSING  cgroups"), std::string::npos) << per_run_out;
+  EXPECT_NE(per_run_out.find("cgroup.mode: enclosing"), std::string::npos) << per_run_out;
+}
+
 TEST_F(Podman, DoctorInsideTheContainerSaysItCanRun) {
   const Exec r = run(kPod, {"doctor"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
