@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -77,13 +79,23 @@ class Podman : public ::testing::Test {
       missing_ = "no container image at " + layout() + " (scripts/test.sh builds it: deploy/build-image.sh)";
       return;
     }
-    const Exec pulled = podman({"pull", "--quiet", "oci:" + layout() + ":latest"});
+    // podman names an image pulled from a layout after its path, which must then be lower case
+    // (a checkout in /root/fresh.Ab12 is not): pulled through a link whose name is.
+    const std::string link = "/run/sandboxrun-test-image." + std::to_string(::getpid());
+    ::unlink(link.c_str());
+    if (::symlink(layout().c_str(), link.c_str()) != 0) {
+      missing_ = "cannot link " + link + " to " + layout() + ": " + std::strerror(errno);
+      return;
+    }
+    const Exec pulled = podman({"pull", "--quiet", "oci:" + link + ":latest"});
+    ::unlink(link.c_str());
     if (pulled.exit_code != 0) {
       missing_ = "podman cannot pull oci:" + layout() + ": " + pulled.err;
       return;
     }
     const std::string id = pulled.out.substr(0, pulled.out.find('\n'));
     if (podman({"tag", id, kImage}).exit_code != 0) missing_ = "podman cannot tag " + id;
+    podman({"untag", id, "localhost" + link + ":latest"});  // without a name, untag drops them all
   }
   static void TearDownTestSuite() { std::filesystem::current_path(cwd_); }
   void SetUp() override {
