@@ -6,12 +6,15 @@
 //     CgroupSettings.parent (relative to the mount) when set; else our own cgroup when it is
 //     delegated to us (systemd Delegate=yes marks it with the trusted.delegate / user.delegate
 //     xattr; for non-root, a cgroup we may write to); if that cgroup is our kLauncherLeaf, its
-//     parent (a previous run moved us there); else, for root, "/sandboxrun" under the mount.
+//     parent (a previous run moved us there); our cgroup namespace's root when it is a
+//     container's writable cgroup (namespace_subtree); else, for root, "/sandboxrun" under the
+//     mount.
 //  2. cgroup v1, when v1 hierarchies offer memory and pids: "<hierarchy>/<parent or
 //     sandboxrun>" for memory, pids, cpu, cpuacct (and freezer). A cgroup2 mount without
 //     controllers (hybrid host) becomes the "unified" companion: the run gets a cgroup there
 //     too, for cgroup.kill and populated events, as systemd does on hybrid hosts.
 //  3. Otherwise "none", with what is missing and the fix.
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -19,6 +22,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "cgroup_impl.hpp"
 #include "sandboxrun/error.hpp"
@@ -31,11 +35,24 @@ constexpr const char* kFixHint =
     "run as root, or from a systemd unit with Delegate=yes, or set cgroup.parent to a "
     "delegated cgroup";
 
-// Why `existing` cannot take our cgroups: a read-only mount is a container's cgroupfs, whose fix
-// is the container's setting; otherwise permissions.
+// Whether `dir` belongs to a uid our user namespace does not map (stat shows the overflow uid):
+// a container's cgroupfs, which the runtime's ids own, not the container's root.
+bool owner_unmapped(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return false;
+  uid_t overflow = 65534;
+  std::ifstream("/proc/sys/kernel/overflowuid") >> overflow;
+  return st.st_uid == overflow;
+}
+
+// Why `existing` cannot take our cgroups: a read-only mount, or one owned by ids outside our user
+// namespace, is a container's cgroupfs, whose fix is the container's setting; otherwise
+// permissions.
 std::string not_writable(const std::string& existing) {
-  if (errno == EROFS)
-    return existing + " is on a read-only mount (a container's /sys/fs/cgroup: give the container a "
+  const bool read_only = errno == EROFS;
+  if (read_only || owner_unmapped(existing))
+    return existing + (read_only ? " is on a read-only mount" : " belongs to ids this user namespace does not map") +
+           " (a container's /sys/fs/cgroup: give the container a "
                       "writable cgroup namespace, e.g. podman --cgroupns=private --security-opt unmask=/sys/fs/cgroup "
                       "on cgroup v2, CRI-O's cgroup2-mount-hierarchy-rw annotation, or privileged; or run one "
                       "sandbox per container with cgroup.mode: enclosing and the container's limits)";
@@ -101,6 +118,15 @@ bool delegated_to_us(const std::string& dir) {
          ::access((dir + "/cgroup.procs").c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
 }
 
+// A container's cgroup namespace whose mount we may write (CRI-O's cgroup2-mount-hierarchy-rw,
+// podman --cgroupns=private with /sys/fs/cgroup unmasked, privileged): our cgroup is the mount's
+// root, yet not the host's root cgroup (only non-root cgroups have cgroup.type). The runtime
+// gave the container that cgroup, so it is the subtree we may divide, as a delegated one.
+bool namespace_subtree(const std::string& dir) {
+  return ::access((dir + "/cgroup.type").c_str(), F_OK) == 0 &&
+         ::access((dir + "/cgroup.subtree_control").c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
+}
+
 // The nearest existing directory at or above `dir` (a parent we would create).
 std::string nearest_existing(std::string dir) {
   while (::access(dir.c_str(), F_OK) != 0) {
@@ -128,12 +154,15 @@ Plan plan_v2(const CgroupSettings& settings, const Mount& m, std::string_view se
   } else {
     auto own_path = own_cgroup(self_cgroup, "");
     auto own = own_path ? dir_of(m, *own_path) : std::nullopt;
-    if (own && *own != m.mountpoint) {
+    auto ours = [&m](const std::string& dir) {
+      return dir == m.mountpoint ? namespace_subtree(dir) : delegated_to_us(dir);
+    };
+    if (own) {
       std::filesystem::path p(*own);
-      if (p.filename() == kLauncherLeaf && delegated_to_us(p.parent_path().string())) {
+      if (*own != m.mountpoint && p.filename() == kLauncherLeaf && ours(p.parent_path().string())) {
         plan.v2_parent = p.parent_path().string();
         plan.v2_parent_is_own = true;
-      } else if (delegated_to_us(*own)) {
+      } else if (ours(*own)) {
         plan.v2_parent = *own;
         plan.v2_parent_is_own = true;
       }

@@ -84,6 +84,7 @@ class ContainerCgroup {
       }
     }
   }
+  const std::string& dir() const { return dirs_.front(); }
   ContainerCgroup(const ContainerCgroup&) = delete;
   ContainerCgroup& operator=(const ContainerCgroup&) = delete;
 
@@ -206,6 +207,43 @@ TEST_F(Enclosing, ACgroupSharedWithAnotherProcessIsRefused) {
   const std::string said = r.out + r.err;
   EXPECT_NE(said.find("other process"), std::string::npos) << said;
   EXPECT_NE(said.find("(sleep)"), std::string::npos) << "the stranger is named: " << said;
+}
+
+// A pool of workers per pod (item 2): a container given a writable cgroup namespace of its own
+// (CRI-O's cgroup2-mount-hierarchy-rw, privileged) divides its cgroup as a delegated subtree:
+// each run gets its own cgroup there, with the trust level's limits, several at once; the
+// container's processes move into a leaf so that its cgroup may have controlled children.
+TEST_F(Enclosing, AWorkerInAWritableCgroupNamespaceGivesEachRunItsOwnCgroup) {
+  if (mount_of("").empty())
+    GTEST_SKIP() << "this host has no cgroup v2 hierarchy with the memory controller, which a writable cgroup "
+                    "namespace needs (cgroup v1 namespaces cannot be delegated); CI's v2 guest leg runs this";
+  ContainerCgroup c(2ull << 30, std::nullopt);  // the pod's limit, for the whole pool
+  TempDir worker;
+  const std::string cfg = write_config(worker);  // the shipped cgroup.mode: per_run
+  const std::string run = SANDBOXRUN_BIN " --json --config " + cfg + " --audit-log " + worker.path() +
+                          "/audit.log --trust untrusted ";
+  const std::string mem = worker.write("mem.py", kMem);
+  const std::string ok = worker.write("ok.py", "import time\ntime.sleep(1)\nprint('ran')\n");
+  const std::string out = worker.path() + "/";
+  const std::string inside = "mount -t cgroup2 cgroup2 /sys/fs/cgroup && " + run + mem + " > " + out + "mem.json & " +
+                             run + ok + " > " + out + "ok.json; wait; cat /proc/self/cgroup > " + out + "cgroup";
+  const Exec r = run_program("/bin/sh", {"-c", "set -e; echo $$ > " + c.dir() +
+                                                    "/cgroup.procs; exec unshare --cgroup --mount --propagation private "
+                                                    "/bin/sh -c '" + inside + "'"});
+  ::rmdir((c.dir() + "/sandboxrun.launcher").c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto m = nlohmann::json::parse(read_all(out + "mem.json"), nullptr, false);
+  const auto o = nlohmann::json::parse(read_all(out + "ok.json"), nullptr, false);
+  ASSERT_TRUE(m.is_object() && o.is_object()) << read_all(out + "mem.json") << read_all(out + "ok.json") << r.err;
+  EXPECT_EQ(m["status"], "oom") << "256 MiB for untrusted code, below the pod's 2 GiB: " << m.dump();
+  EXPECT_EQ(m["cgroup"], "v2");
+  EXPECT_EQ(o["status"], "exited") << o.dump();
+  EXPECT_EQ(o["stdout"], "ran\n");
+  EXPECT_EQ(o["cgroup"], "v2");
+  for (const auto* j : {&m, &o})
+    EXPECT_TRUE(!j->contains("degradations") || (*j)["degradations"].empty()) << (*j)["degradations"].dump();
+  EXPECT_EQ(read_all(out + "cgroup"), "0::/sandboxrun.launcher\n")
+      << "the container's processes moved into a leaf of its cgroup";
 }
 
 }  // namespace

@@ -112,6 +112,26 @@ TEST(CgroupPlan, V2DelegatedOwnCgroupAndItsLauncherLeaf) {
   EXPECT_TRUE(p.v2_parent_is_own);
 }
 
+TEST(CgroupPlan, V2ContainersWritableNamespaceRootAndItsLauncherLeaf) {
+  // A worker pod's cgroup namespace: its root is the mount's, and a non-root cgroup.
+  TempDir t;
+  put(t.path() / "cgroup.controllers", "memory pids cpu\n");
+  put(t.path() / "cgroup.subtree_control", "");
+  CgroupSettings s;
+  Plan p = plan_cgroups(s, v2_mountinfo(t.path()), "0::/\n");
+  EXPECT_EQ(p.v2_parent, (t.path() / "sandboxrun").string()) << "the host's root cgroup is nobody's subtree";
+  EXPECT_FALSE(p.v2_parent_is_own);
+  put(t.path() / "cgroup.type", "domain\n");
+  p = plan_cgroups(s, v2_mountinfo(t.path()), "0::/\n");
+  EXPECT_EQ(p.version, "v2") << p.detail;
+  EXPECT_EQ(p.v2_parent, t.path().string());
+  EXPECT_TRUE(p.v2_parent_is_own);
+  fs::create_directories(t.path() / kLauncherLeaf);
+  p = plan_cgroups(s, v2_mountinfo(t.path()), std::string("0::/") + kLauncherLeaf + "\n");
+  EXPECT_EQ(p.v2_parent, t.path().string());
+  EXPECT_TRUE(p.v2_parent_is_own);
+}
+
 TEST(CgroupPlan, V2WithoutMemoryOrPidsIsRefusedWithTheFix) {
   TempDir t;
   put(t.path() / "cgroup.controllers", "cpu io\n");
