@@ -22,6 +22,12 @@ enum class AuditSync { each, batch, none };
 NLOHMANN_JSON_SERIALIZE_ENUM(AuditSync, {{AuditSync::each, "each"}, {AuditSync::batch, "batch"}, {AuditSync::none, "none"}})
 const char* to_string(AuditSync s);
 
+// Where each checkpoint also goes as a line, for a log pipeline (a cluster's): none, standard
+// output or standard error. (Not `stdout`/`stderr`: <cstdio> makes those macros.)
+enum class CheckpointStream { none, out, err };
+NLOHMANN_JSON_SERIALIZE_ENUM(CheckpointStream,
+                             {{CheckpointStream::none, "none"}, {CheckpointStream::out, "stdout"}, {CheckpointStream::err, "stderr"}})
+
 struct AuditConfig {
   std::filesystem::path path;      // log file; empty = default_audit_log_path()
   AuditSync sync = AuditSync::batch;
@@ -32,6 +38,7 @@ struct AuditConfig {
   uint64_t checkpoint_every = 64;  // anchor a checkpoint when seq % N == 0; 0 = never
   std::filesystem::path anchor;    // checkpoint file; empty = "<log>.anchor"
   bool syslog = false;             // also send checkpoints to syslog(3)
+  CheckpointStream stream = CheckpointStream::none;  // and as a line to fd 1 or 2
   uint64_t rotate_max_bytes = 64ull << 20;   // 0 = no size rotation
   std::chrono::seconds rotate_max_age{0};    // age of the file's first record; 0 = never
   uint64_t keep_files = 0;                   // rotated files kept; 0 = all
@@ -51,6 +58,7 @@ struct AuditConfig {
       record::field("key_file", &A::key_file), record::field("store_code", &A::store_code),
       record::field("store_files", &A::store_files), record::field("checkpoint_every", &A::checkpoint_every),
       record::field("anchor", &A::anchor), record::field("syslog", &A::syslog),
+      record::field("stream", &A::stream),
       record::field("rotate_max_bytes", &A::rotate_max_bytes), record::field("rotate_max_age", &A::rotate_max_age),
       record::field("keep_files", &A::keep_files), record::field("keep_age", &A::keep_age)};
 };

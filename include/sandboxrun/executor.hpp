@@ -63,6 +63,9 @@ struct ExecutorOptions {
   // the caller, which stops its runs with RunRequest::cancel_fd and its sessions with close()
   // (`sandboxrun mcp --http` stops the whole server on them).
   bool stop_signals = true;
+  // The caller's standard output carries a protocol (MCP over stdio): an audit.yaml whose
+  // checkpoint.stream is stdout is refused (ErrorKind::audit), since its lines would corrupt it.
+  bool stdout_is_protocol = false;
 };
 
 struct RunRequest {

@@ -66,10 +66,17 @@ AuditConfig parse_audit_config(const std::filesystem::path& file, const std::str
   if (auto n = root["store_code"]) cfg.store_code = r.boolean(n, "store_code");
   if (auto n = root["store_files"]) cfg.store_files = r.boolean(n, "store_files");
   if (auto cp = root["checkpoint"]) {
-    r.check_keys(cp, "checkpoint", {"every", "anchor", "syslog"});
+    r.check_keys(cp, "checkpoint", {"every", "anchor", "syslog", "stream"});
     if (auto n = cp["every"]) cfg.checkpoint_every = r.integer(n, "checkpoint.every", 0, 1000000000);
     if (auto n = cp["anchor"]) cfg.anchor = config_path(r, n, "checkpoint.anchor");
     if (auto n = cp["syslog"]) cfg.syslog = r.boolean(n, "checkpoint.syslog");
+    if (auto n = cp["stream"]) {
+      const std::string s = r.scalar(n, "checkpoint.stream", "none, stdout or stderr");
+      if (s == "none") cfg.stream = CheckpointStream::none;
+      else if (s == "stdout") cfg.stream = CheckpointStream::out;
+      else if (s == "stderr") cfg.stream = CheckpointStream::err;
+      else r.fail(n, "checkpoint.stream", "none, stdout or stderr");
+    }
   }
   if (auto rot = root["rotation"]) {
     r.check_keys(rot, "rotation", {"max_size", "max_age", "keep_files", "keep_age"});

@@ -484,6 +484,18 @@ struct AuditLog::Impl {
     UniqueFd fd = audit::open_append(anchor);
     if (!write_all(fd.get(), text.data(), text.size())) throw_errno("cannot write audit anchor " + anchor.string());
     if (syncs() && ::fdatasync(fd.get()) != 0) throw_errno("cannot sync audit anchor " + anchor.string());
+    if (cfg.stream != CheckpointStream::none) {
+      // The anchor's line with the log's path, marked for a log pipeline's filter. One write():
+      // lines from concurrent writers never interleave.
+      cp["log"] = path.string();
+      cp["sandboxrun"] = "audit checkpoint";
+      std::string streamed = canonical(cp) + "\n";
+      if (!write_all(cfg.stream == CheckpointStream::out ? STDOUT_FILENO : STDERR_FILENO, streamed.data(),
+                     streamed.size()))
+        throw_errno(std::string("cannot write the audit checkpoint to ") +
+                        (cfg.stream == CheckpointStream::out ? "standard output" : "standard error"),
+                    "set checkpoint.stream in audit.yaml to where a log pipeline reads, or none");
+    }
     if (cfg.syslog)
       ::syslog(LOG_AUTHPRIV | LOG_NOTICE, "sandboxrun audit checkpoint log=%s seq=%llu hash=%s",
                path.c_str(), static_cast<unsigned long long>(h.seq), hash.c_str());

@@ -43,7 +43,7 @@ int audit_command(const std::vector<std::string>& args, const std::optional<std:
     sub->add_option("--config", common.config, "audit.yaml to use");
   };
   bool as_json = false, no_objects = false;
-  std::string key, run, caller, diff, session, grace = "1h";
+  std::string key, anchor, run, caller, diff, session, grace = "1h";
   size_t n = 10, last = 0;
 
   CLI::App* verify = app.add_subcommand("verify", "check the hash chain and the stored objects; exit 0 when intact");
@@ -51,6 +51,10 @@ int audit_command(const std::vector<std::string>& args, const std::optional<std:
   verify->add_option("--key", key, "HMAC key file (default: key_file from audit.yaml)");
   verify->add_flag("--json", as_json, "print the result as JSON");
   verify->add_flag("--no-objects", no_objects, "check the hash chain only, not the stored objects");
+  verify->add_option("--anchor", anchor,
+                     "checkpoints to hold the log to (default: its anchor file), e.g. the lines checkpoint.stream "
+                     "sent to a log pipeline")
+      ->check(CLI::ExistingFile);
   CLI::App* show = app.add_subcommand("show", "table of runs, or one run's records");
   add_common(show);
   show->add_flag("--json", as_json, "JSON lines");
@@ -90,7 +94,7 @@ int audit_command(const std::vector<std::string>& args, const std::optional<std:
   }
   try {
     const audit_cmd::Resolved r = resolve(common, default_config);
-    if (verify->parsed()) return audit_cmd::verify(r, key, as_json, !no_objects);
+    if (verify->parsed()) return audit_cmd::verify(r, key, anchor, as_json, !no_objects);
     if (show->parsed()) return audit_cmd::show(r, as_json, run, diff, caller, last, session);
     if (tail->parsed()) return audit_cmd::tail(r, n, as_json);
     if (prune->parsed()) return audit_cmd::prune_objects(r, grace);

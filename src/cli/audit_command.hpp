@@ -17,7 +17,8 @@ struct Resolved {
 
 // Each returns the exit status: 0 done (intact), 1 damage found, 2 a usage error; failures
 // throw Error. verify: audit_verify.cpp; show, tail: audit_show.cpp; the rest: audit_repair.cpp.
-int verify(const Resolved& r, const std::string& key_path, bool as_json, bool objects);
+// `anchor`: a checkpoint file instead of the log's own anchor ("" = the log's).
+int verify(const Resolved& r, const std::string& key_path, const std::string& anchor, bool as_json, bool objects);
 // With `session`: its cells, files and end in order, or (with `diff`) the diff between two cells.
 int show(const Resolved& r, bool as_json, const std::string& run, const std::string& diff, const std::string& caller,
          size_t last, const std::string& session);

@@ -32,10 +32,10 @@ void print_object_problems(const AuditObjectsResult& o) {
 
 }  // namespace
 
-int verify(const Resolved& r, const std::string& key_path, bool as_json, bool objects) {
+int verify(const Resolved& r, const std::string& key_path, const std::string& anchor, bool as_json, bool objects) {
   AuditVerifyOptions opt;
   opt.log = r.log;
-  opt.anchor = audit::anchor_path(r.cfg, r.log);
+  opt.anchor = anchor.empty() ? audit::anchor_path(r.cfg, r.log) : std::filesystem::path(anchor);
   opt.objects = objects;
   if (!key_path.empty()) opt.key = load_audit_key(key_path);
   else if (!r.cfg.key_file.empty()) opt.key = load_audit_key(r.cfg.key_file);

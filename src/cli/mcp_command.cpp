@@ -108,6 +108,7 @@ int mcp_command(const std::vector<std::string>& argv, const std::string& version
     // Over HTTP the server's stop thread takes them and withdraws every run (http.cpp); a run's
     // monitor reading them from its signalfd would stop only that run and keep the server up.
     eo.stop_signals = !listen;
+    eo.stdout_is_protocol = !listen;
     Executor executor = Executor::open(eo);
     if (listen) return http_serve(executor, opt, http);
     return mcp::serve_stdio(executor, opt, STDIN_FILENO, STDOUT_FILENO);

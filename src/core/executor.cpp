@@ -109,7 +109,11 @@ Executor Executor::open(const ExecutorOptions& options) {
     }
   im.security = load_security_config(config_dir / "security.yaml", install_paths().data_dir);
   try {
-    im.audit.emplace(AuditLog::open(load_audit_config(config_dir / "audit.yaml"), options.audit_log));
+    const AuditConfig audit_cfg = load_audit_config(config_dir / "audit.yaml");
+    if (options.stdout_is_protocol && audit_cfg.stream == CheckpointStream::out)
+      throw Error((config_dir / "audit.yaml").string() + ": checkpoint.stream: stdout would write into the protocol "
+                  "on standard output", "set checkpoint.stream: stderr (or none) for this command");
+    im.audit.emplace(AuditLog::open(audit_cfg, options.audit_log));
   } catch (Error& e) {
     throw std::move(e).as(ErrorKind::audit);  // a broken audit.yaml stays a config error
   }

@@ -1,10 +1,12 @@
 // The audit log's object store through the real binary: a run's collected outputs are stored
 // and `audit verify` names one that was altered or deleted; a second run of the same script
-// name for the same caller records diff_from, and `audit show --diff` prints the change.
+// name for the same caller records diff_from, and `audit show --diff` prints the change; the
+// checkpoints a log pipeline keeps (checkpoint.stream) catch a log rolled back on its volume.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "common/sha256.hpp"
 #include "harness.hpp"
@@ -101,6 +103,71 @@ TEST(AuditStore, VerifyNamesAStoredOutputThatWasAlteredOrDeleted) {
   EXPECT_NE(bad.out.find(run_id_of(r) + " output report.txt sha256 " + report), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find(run_id_of(r) + " output other.txt sha256 " + other), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("object MISSING"), std::string::npos) << bad.out;
+}
+
+// An audit.yaml beside `cfg` (write_config's copy) with checkpoints after every record, sent to
+// `stream` as well.
+void stream_checkpoints(const std::string& cfg, const std::string& stream) {
+  const std::string file = (fs::path(cfg).parent_path() / "audit.yaml").string();
+  std::string y = read_text(file);
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"  every: 64", "  every: 1"},
+                                 {"  stream: none", "  stream: " + stream}}) {
+    ASSERT_NE(y.find(from), std::string::npos) << y;
+    y.replace(y.find(from), from.size(), to);
+  }
+  std::ofstream(file) << y;
+}
+
+TEST(AuditStore, CheckpointsSentToALogPipelineCatchALogRolledBackWithItsAnchor) {
+  TempDir d;
+  const std::string cfg = sandboxrun::testing::write_config(d);
+  stream_checkpoints(cfg, "stderr");
+  const std::string log = d.path() + "/log/audit.log";
+  auto run = [&](const std::string& name) {
+    return run_binary({"--json", "--config", cfg, "--audit-log", log, d.write(name, "print('hi')\n")});
+  };
+  const Exec first = run("first.py");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto kept = fs::file_size(log);
+  const Exec second = run("second.py");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_TRUE(nlohmann::json::parse(second.out, nullptr, false).is_object()) << "stdout stays the result's: " << second.out;
+
+  // The cluster's log pipeline keeps the marked lines of the container's output.
+  std::string heads;
+  size_t n = 0;
+  std::istringstream said(first.err + second.err);
+  for (std::string line; std::getline(said, line);)
+    if (line.find("\"sandboxrun\":\"audit checkpoint\"") != std::string::npos) {
+      heads += line + "\n";
+      ++n;
+      EXPECT_NE(line.find("\"log\":\"" + log + "\""), std::string::npos) << line;
+    }
+  EXPECT_GE(n, 4u) << "a checkpoint for every record of two runs:\n" << first.err << second.err;
+  const std::string pipeline = d.write("pipeline-heads", heads);
+  auto ok = run_binary({"audit", "verify", "--json", "--log", log, "--anchor", pipeline});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_EQ(nlohmann::json::parse(ok.out, nullptr, false).value("checkpoints_matched", 0u), n) << ok.out;
+
+  // Whoever can write the volume hides the second run: its records and its anchor lines go.
+  fs::resize_file(log, kept);
+  fs::remove(log + ".anchor");
+  auto local = run_binary({"audit", "verify", "--log", log});
+  EXPECT_EQ(local.exit_code, 0) << "the volume alone cannot tell: " << local.out << local.err;
+  auto held = run_binary({"audit", "verify", "--log", log, "--anchor", pipeline});
+  EXPECT_EQ(held.exit_code, 1) << held.out << held.err;
+  EXPECT_NE((held.out + held.err).find("the anchor holds a checkpoint for seq"), std::string::npos) << held.out << held.err;
+}
+
+TEST(AuditStore, McpOverStdioRefusesCheckpointsOnItsProtocolsStdout) {
+  TempDir d;
+  const std::string cfg = sandboxrun::testing::write_config(d);
+  stream_checkpoints(cfg, "stdout");
+  const Exec r = run_binary({"mcp", "--config", cfg, "--audit-log", d.path() + "/audit.log"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.out, "") << "nothing but the protocol on stdout";
+  EXPECT_NE(r.err.find("checkpoint.stream: stdout would write into the protocol"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("checkpoint.stream: stderr"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ sync_batch: 7
 key_file: keys/k
 store_code: false
 store_files: false
-checkpoint: {every: 9, anchor: logs/a.anchor, syslog: true}
+checkpoint: {every: 9, anchor: logs/a.anchor, syslog: true, stream: stderr}
 rotation: {max_size: 8k, max_age: 2h, keep_files: 5, keep_age: 3d}
 )";
 

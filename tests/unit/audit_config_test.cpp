@@ -53,7 +53,7 @@ sync_batch: 8
 key_file: /etc/sandboxrun/audit.key
 store_code: false
 store_files: false
-checkpoint: {every: 10, anchor: /var/lib/anchor, syslog: true}
+checkpoint: {every: 10, anchor: /var/lib/anchor, syslog: true, stream: stdout}
 rotation: {max_size: 1m, max_age: 7d, keep_files: 3, keep_age: 2w}
 )"));
   EXPECT_EQ(c.path, dir_ / "logs/audit.log");  // relative to the file
@@ -65,6 +65,7 @@ rotation: {max_size: 1m, max_age: 7d, keep_files: 3, keep_age: 2w}
   EXPECT_EQ(c.checkpoint_every, 10u);
   EXPECT_EQ(c.anchor, "/var/lib/anchor");
   EXPECT_TRUE(c.syslog);
+  EXPECT_EQ(c.stream, CheckpointStream::out);
   EXPECT_EQ(c.rotate_max_bytes, 1u << 20);
   EXPECT_EQ(c.rotate_max_age, std::chrono::hours(24 * 7));
   EXPECT_EQ(c.keep_files, 3u);
@@ -85,6 +86,9 @@ TEST_F(AuditConfigTest, ErrorsNameFileKeyAndExpectation) {
   EXPECT_NE(e.find("'checkpoint.every'"), std::string::npos) << e;
   e = error_for("checkpoint:\n  evry: 1\n");
   EXPECT_NE(e.find("'checkpoint.evry'"), std::string::npos) << e;
+  e = error_for("checkpoint:\n  stream: syslog\n");
+  EXPECT_NE(e.find("'checkpoint.stream'"), std::string::npos) << e;
+  EXPECT_NE(e.find("none, stdout or stderr"), std::string::npos) << e;
   e = error_for("rotation:\n  max_age: 3 days\n");
   EXPECT_NE(e.find("'rotation.max_age'"), std::string::npos) << e;
   e = error_for("rotation:\n  max_size: 100\n");
