@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# sandboxrun as a container image, for one run per pod (deploy/README.md): Debian bookworm with
+# sandboxrun as a container image, for pods (README: "Containers and Kubernetes"): Debian bookworm with
 # the .deb installed (made here from build/ with cpack), the default sandbox image at
-# /var/lib/sandboxrun/rootfs/default, cgroup.mode enclosing in /etc/sandboxrun/sandbox.yaml, and
-# an account `sandboxrun` (uid/gid 1000) to run as. Written with umoci as an OCI image layout,
+# /var/lib/sandboxrun/rootfs/default, cgroup.mode enclosing in /etc/sandboxrun/sandbox.yaml (a
+# worker pool's settings in /etc/sandboxrun-worker: deploy/kubernetes/worker.yaml), and
+# an account `sandboxrun` (uid/gid 1000) to run as, /var/log/sandboxrun sticky and open to both
+# (as /tmp). Written with umoci as an OCI image layout,
 # tag `latest`, that `podman pull oci:DIR:latest` or `skopeo copy oci:DIR:latest docker://...`
 # take: no registry and no Dockerfile are needed.
 #   deploy/build-image.sh [OUT]     (OUT: build/container-image; run as root, after setup.sh)
@@ -30,18 +32,24 @@ work=$(mktemp -d /var/tmp/sandboxrun-container.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 step 2 "Debian $suite with $(basename "$deb") (mmdebstrap)"
 # The package's dependencies come from the mirror, the package itself by dpkg in the chroot
-# (apt cannot hand dpkg a file from outside it). Its conffile gets the one setting a pod needs;
-# the build fails if that line ever moves.
+# (apt cannot hand dpkg a file from outside it). Its conffiles get the settings a pod needs: a
+# copy for workers first (/etc/sandboxrun-worker: per_run cgroups, id slots inside a pod's 65,536
+# ids), each checkpoint of the audit log on stderr for the cluster's log pipeline, and one run
+# per pod in /etc/sandboxrun; the build fails if one of those lines ever moves.
 depends=$(dpkg-deb -f "$deb" Depends | sed 's/([^)]*)//g; s/[[:space:]]//g')
 mmdebstrap --quiet --variant=minbase --include="$depends" \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --customize-hook="copy-in $repo/$deb /tmp" \
   --customize-hook="chroot \"\$1\" dpkg -i /tmp/$(basename "$deb") && rm \"\$1/tmp/$(basename "$deb")\"" \
+  --customize-hook='cp -a "$1/etc/sandboxrun" "$1/etc/sandboxrun-worker"' \
+  --customize-hook='sed -i "s/^  base: 100000000$/  base: 61440/" "$1/etc/sandboxrun-worker/sandbox.yaml"' \
+  --customize-hook='grep -q "^  base: 61440$" "$1/etc/sandboxrun-worker/sandbox.yaml"' \
+  --customize-hook='for d in sandboxrun sandboxrun-worker; do sed -i "s/^  every: 64 /  every: 1  /; s/^  stream: none /  stream: stderr/" "$1/etc/$d/audit.yaml" && grep -q "^  every: 1 " "$1/etc/$d/audit.yaml" && grep -q "^  stream: stderr " "$1/etc/$d/audit.yaml" || exit 1; done' \
   --customize-hook='sed -i "s/^  mode: per_run /  mode: enclosing/" "$1/etc/sandboxrun/sandbox.yaml"' \
   --customize-hook='grep -q "^  mode: enclosing " "$1/etc/sandboxrun/sandbox.yaml"' \
   --customize-hook='chroot "$1" useradd --uid 1000 --user-group --create-home --shell /bin/sh sandboxrun' \
-  --customize-hook='mkdir -p "$1/var/lib/sandboxrun/rootfs/default" "$1/var/log/sandboxrun" && chown 1000:1000 "$1/var/log/sandboxrun"' \
+  --customize-hook='mkdir -p "$1/var/lib/sandboxrun/rootfs/default" "$1/var/log/sandboxrun" && chmod 1777 "$1/var/log/sandboxrun"' \
   --customize-hook="sync-in $repo/rootfs/default /var/lib/sandboxrun/rootfs/default" \
   --customize-hook="copy-in $repo/rootfs/.default.digest /var/lib/sandboxrun/rootfs" \
   --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \

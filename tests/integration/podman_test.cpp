@@ -4,7 +4,8 @@
 // cgroup namespace on a read-only cgroupfs — with the pod's limits on the container. One run per
 // container: the limits hold (OOM, threads), a looser container is refused naming the flag,
 // doctor inside says it can run, nothing is left; the shipped Pod manifest runs under
-// `podman kube play`. test.sh installs podman and builds the image; elsewhere the tests skip,
+// `podman kube play`, and so does the worker Deployment, up to the cgroupfs podman leaves
+// read-only. test.sh installs podman and builds the image; elsewhere the tests skip,
 // saying which is missing.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -303,6 +304,48 @@ TEST_F(Podman, TheShippedPodManifestRunsUnderKubePlayUpToTheMaskedProc) {
   EXPECT_EQ(code.out, "125\n") << logs.out << logs.err;
   EXPECT_NE((logs.out + logs.err).find("'mount proc'"), std::string::npos)
       << "if podman now honours procMount: Unmasked, expect the run itself here:\n" << logs.out << logs.err;
+}
+
+// The worker Deployment (and its Secret; podman 4.3 skips the Service) under `podman kube play`:
+// root of the pod's user namespace with no capability serves MCP over HTTP with the Secret's
+// token. A pool needs a cgroup namespace it may write, which podman does not give on this cgroup
+// v1 host: the worker's runs of untrusted code are refused there, naming the pod settings that
+// give one (the pool in a writable namespace: enclosing_test.cpp, on CI's v2 guest).
+TEST_F(Podman, TheShippedWorkerDeploymentServesAndRefusesUntrustedCodeWithoutAWritableCgroupns) {
+  if (!has_subids_for_containers()) {
+    const std::string why = "hostUsers: false needs a subordinate id range for 'containers' in /etc/subuid (test.sh adds one)";
+    if (in_ci()) FAIL() << why;
+    GTEST_SKIP() << why;
+  }
+  const std::string manifest = source_dir() + "/deploy/kubernetes/worker.yaml";
+  const std::string pod = "sandboxrun-worker-pod-0", ctr = pod + "-worker";
+  const auto down = [&] {
+    podman({"kube", "down", manifest});
+    podman({"pod", "rm", "--force", "--ignore", pod});
+    podman({"secret", "rm", "sandboxrun-worker-token"});
+  };
+  down();
+  // hostUsers: false gives a pod 65,536 ids; podman's userns=auto only as many as the image uses.
+  const Exec played = podman({"kube", "play", "--network", "none", "--userns", "auto:size=65536", "--seccomp-profile-root",
+                              source_dir() + "/deploy", manifest});
+  Exec logs;
+  const bool listening = eventually([&] {
+    logs = podman({"logs", ctr});
+    return (logs.out + logs.err).find("listening on http://0.0.0.0:8765") != std::string::npos;
+  }, std::chrono::seconds(60));
+  const Exec user = podman({"inspect", "--format", "{{.Config.User}}", ctr});
+  const Exec refused = podman({"exec", ctr, "sh", "-c",
+                               "echo 'print(1)' > /tmp/job.py && exec sandboxrun --json --config /etc/sandboxrun-worker "
+                               "--audit-log /tmp/audit.log --trust untrusted /tmp/job.py"});
+  down();
+  EXPECT_NE(podman({"pod", "exists", pod}).exit_code, 0) << "the pod is left behind";
+  ASSERT_TRUE(listening) << played.out << played.err << logs.out << logs.err;
+  EXPECT_EQ(user.out.rfind("0", 0), 0u) << user.out << user.err;
+  EXPECT_EQ(refused.exit_code, 125) << refused.out << refused.err;
+  const std::string said = refused.out + refused.err;
+  EXPECT_NE(said.find("a container's /sys/fs/cgroup"), std::string::npos) << said;
+  EXPECT_NE(said.find("cgroup2-mount-hierarchy-rw"), std::string::npos) << said;
+  EXPECT_NE(said.find("cgroup.mode: enclosing"), std::string::npos) << said;
 }
 
 // The Job runs the Pod's template: one text of the settings, checked rather than kept by hand.

@@ -21,6 +21,15 @@ TEST(InstallPaths, AnInstalledBinaryUsesItsOwnPrefix) {
   EXPECT_EQ(ip.config_dirs[1], p / "etc/sandboxrun");
 }
 
+TEST(InstallPaths, TheHttpHelperInLibexecUsesItsPrefix) {
+  // `sandboxrun mcp --http` runs P/libexec/sandboxrun/sandboxrun-mcp-http: the same prefix.
+  test_util::TempDir p;
+  std::filesystem::create_directories(p / "share/sandboxrun");
+  InstallPaths ip = compute_install_paths(p / "libexec/sandboxrun/sandboxrun-mcp-http", "/nonexistent/src", "/usr/local");
+  EXPECT_EQ(ip.prefix, p.path());
+  EXPECT_EQ(ip.data_dir, p / "share/sandboxrun");
+}
+
 TEST(InstallPaths, PrefixUsrKeepsConfigInEtcAndStateInVar) {
   InstallPaths ip = compute_install_paths("/nonexistent/bin/x", "/nonexistent/src", "/usr");
   EXPECT_EQ(ip.data_dir, "/usr/share/sandboxrun");
