@@ -34,7 +34,8 @@ step 2 "Debian $suite with $(basename "$deb") (mmdebstrap)"
 # The package's dependencies come from the mirror, the package itself by dpkg in the chroot
 # (apt cannot hand dpkg a file from outside it). Its conffiles get the settings a pod needs: a
 # copy for workers first (/etc/sandboxrun-worker: per_run cgroups, id slots inside a pod's 65,536
-# ids), each checkpoint of the audit log on stderr for the cluster's log pipeline, and one run
+# ids), each checkpoint of the audit log sent to the cluster's log pipeline (a run's on stderr,
+# since its stdout is the program's; the worker's on stdout, which it leaves free), and one run
 # per pod in /etc/sandboxrun; the build fails if one of those lines ever moves.
 depends=$(dpkg-deb -f "$deb" Depends | sed 's/([^)]*)//g; s/[[:space:]]//g')
 mmdebstrap --quiet --variant=minbase --include="$depends" \
@@ -45,7 +46,7 @@ mmdebstrap --quiet --variant=minbase --include="$depends" \
   --customize-hook='cp -a "$1/etc/sandboxrun" "$1/etc/sandboxrun-worker"' \
   --customize-hook='sed -i "s/^  base: 100000000$/  base: 61440/" "$1/etc/sandboxrun-worker/sandbox.yaml"' \
   --customize-hook='grep -q "^  base: 61440$" "$1/etc/sandboxrun-worker/sandbox.yaml"' \
-  --customize-hook='for d in sandboxrun sandboxrun-worker; do sed -i "s/^  every: 64 /  every: 1  /; s/^  stream: none /  stream: stderr/" "$1/etc/$d/audit.yaml" && grep -q "^  every: 1 " "$1/etc/$d/audit.yaml" && grep -q "^  stream: stderr " "$1/etc/$d/audit.yaml" || exit 1; done' \
+  --customize-hook='for d in sandboxrun:stderr sandboxrun-worker:stdout; do f="$1/etc/${d%:*}/audit.yaml"; sed -i "s/^  every: 64 /  every: 1  /; s/^  stream: none  /  stream: ${d#*:}/" "$f" && grep -q "^  every: 1 " "$f" && grep -q "^  stream: ${d#*:} " "$f" || exit 1; done' \
   --customize-hook='sed -i "s/^  mode: per_run /  mode: enclosing/" "$1/etc/sandboxrun/sandbox.yaml"' \
   --customize-hook='grep -q "^  mode: enclosing " "$1/etc/sandboxrun/sandbox.yaml"' \
   --customize-hook='chroot "$1" useradd --uid 1000 --user-group --create-home --shell /bin/sh sandboxrun' \

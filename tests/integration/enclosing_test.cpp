@@ -225,8 +225,11 @@ TEST_F(Enclosing, AWorkerInAWritableCgroupNamespaceGivesEachRunItsOwnCgroup) {
   const std::string mem = worker.write("mem.py", kMem);
   const std::string ok = worker.write("ok.py", "import time\ntime.sleep(1)\nprint('ran')\n");
   const std::string out = worker.path() + "/";
-  const std::string inside = "mount -t cgroup2 cgroup2 /sys/fs/cgroup && " + run + mem + " > " + out + "mem.json & " +
-                             run + ok + " > " + out + "ok.json; wait; cat /proc/self/cgroup > " + out + "cgroup";
+  // The container's view: a cgroup2 mount made inside its cgroup namespace (mount(8) will not
+  // stack a second cgroup2 on the same place, so the old one goes first).
+  const std::string inside = "set -e; umount -l /sys/fs/cgroup; mount -t cgroup2 cgroup2 /sys/fs/cgroup; " + run + mem +
+                             " > " + out + "mem.json & " + run + ok + " > " + out + "ok.json; wait; cat /proc/self/cgroup > " +
+                             out + "cgroup";
   const Exec r = run_program("/bin/sh", {"-c", "set -e; echo $$ > " + c.dir() +
                                                     "/cgroup.procs; exec unshare --cgroup --mount --propagation private "
                                                     "/bin/sh -c '" + inside + "'"});
