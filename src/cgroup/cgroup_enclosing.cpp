@@ -36,21 +36,30 @@ std::optional<uint64_t> limit_value(const std::string& dir, const char* file, bo
   return v;
 }
 
-// The tightest value of `file` from `dir` up to the mount point (a parent's limit binds its
-// children); `at` names the file that set it.
-std::optional<uint64_t> tightest(const std::string& dir, const std::string& mount, const char* file, bool v1,
-                                 std::string* at) {
-  std::optional<uint64_t> best;
+// The tightest (smallest) value `read` gives from `dir` up to the mount point (a parent's limit
+// binds its children); `at` gets the directory that set it.
+template <class T, class Read>
+std::optional<T> tightest_up(const std::string& dir, const std::string& mount, Read read, std::string* at = nullptr) {
+  std::optional<T> best;
   std::filesystem::path p(dir);
   for (int depth = 0; depth < 64; ++depth) {
-    if (auto v = limit_value(p.string(), file, v1); v && (!best || *v < *best)) {
+    if (std::optional<T> v = read(p.string()); v && (!best || *v < *best)) {
       best = v;
-      if (at) *at = (p / file).string();
+      if (at) *at = p.string();
     }
     if (p.string().size() <= mount.size() || !p.has_parent_path() || p == p.parent_path()) break;
     p = p.parent_path();
   }
   return best;
+}
+
+// The tightest value of `file`; `at` names the file that set it.
+std::optional<uint64_t> tightest(const std::string& dir, const std::string& mount, const char* file, bool v1,
+                                 std::string* at) {
+  std::string where;
+  auto v = tightest_up<uint64_t>(dir, mount, [&](const std::string& d) { return limit_value(d, file, v1); }, &where);
+  if (v && at) *at = (std::filesystem::path(where) / file).string();
+  return v;
 }
 
 std::optional<double> cpus_at(const std::string& dir, bool v1) {
@@ -273,13 +282,8 @@ EnclosingLimits read_enclosing_limits(const Plan& plan) {
   if (!cpu.empty()) {
     UniqueFd fd(::open(cpu.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     e.cpu_controller = fd && has_ctl(fd.get(), v1 ? "cpu.cfs_quota_us" : "cpu.max");
-    const std::string mount = mount_for(plan, "cpu");
-    std::filesystem::path p(cpu);
-    for (int depth = 0; depth < 64 && e.cpu_controller; ++depth) {
-      if (auto c = cpus_at(p.string(), v1); c && (!e.cpus || *c < *e.cpus)) e.cpus = c;
-      if (p.string().size() <= mount.size() || p == p.parent_path()) break;
-      p = p.parent_path();
-    }
+    if (e.cpu_controller)
+      e.cpus = tightest_up<double>(cpu, mount_for(plan, "cpu"), [v1](const std::string& d) { return cpus_at(d, v1); });
   }
   return e;
 }
