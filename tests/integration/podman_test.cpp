@@ -296,6 +296,8 @@ TEST_F(PodmanKube, TheShippedPodManifestRunsUnderKubePlayUpToTheMaskedProc) {
   const auto down = [&] {
     podman({"kube", "down", manifest});
     podman({"pod", "rm", "--force", "--ignore", "sandboxrun-run"});
+    // podman makes an emptyDir a volume named after it: a pod removed by force leaves it.
+    podman({"volume", "rm", "--force", "audit", "sandboxrun-job"});
   };
   down();  // a pod left by an interrupted run
   const Exec played = podman({"kube", "play", "--network", "none", "--seccomp-profile-root", source_dir() + "/deploy", manifest});
@@ -307,6 +309,7 @@ TEST_F(PodmanKube, TheShippedPodManifestRunsUnderKubePlayUpToTheMaskedProc) {
   const Exec user = podman({"inspect", "--format", "{{.Config.User}}", ctr});
   down();
   EXPECT_NE(podman({"pod", "exists", "sandboxrun-run"}).exit_code, 0) << "the pod is left behind";
+  EXPECT_NE(podman({"volume", "exists", "audit"}).exit_code, 0) << "the pod's audit volume is left behind";
   EXPECT_EQ(user.out.rfind("1000", 0), 0u) << user.out << user.err;
   EXPECT_EQ(code.out, "125\n") << logs.out << logs.err;
   EXPECT_NE((logs.out + logs.err).find("'mount proc'"), std::string::npos)
@@ -324,6 +327,7 @@ TEST_F(PodmanKube, TheShippedWorkerDeploymentServesAndRefusesUntrustedCodeWithou
   const auto down = [&] {
     podman({"kube", "down", manifest});
     podman({"pod", "rm", "--force", "--ignore", pod});
+    podman({"volume", "rm", "--force", "worker-audit", "sandboxrun-worker-token"});
     podman({"secret", "rm", "sandboxrun-worker-token"});
   };
   down();
@@ -341,6 +345,7 @@ TEST_F(PodmanKube, TheShippedWorkerDeploymentServesAndRefusesUntrustedCodeWithou
                                "--audit-log /tmp/audit.log --trust untrusted /tmp/job.py"});
   down();
   EXPECT_NE(podman({"pod", "exists", pod}).exit_code, 0) << "the pod is left behind";
+  EXPECT_NE(podman({"volume", "exists", "worker-audit"}).exit_code, 0) << "the pod's audit volume is left behind";
   ASSERT_TRUE(listening) << played.out << played.err << logs.out << logs.err;
   EXPECT_EQ(user.out.rfind("0", 0), 0u) << user.out << user.err;
   EXPECT_EQ(refused.exit_code, 125) << refused.out << refused.err;
