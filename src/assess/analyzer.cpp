@@ -508,8 +508,13 @@ void Analyzer::end_statement(bool suite_continues) {
     Frame& s = frames_.back();
     finish_arg(s);
     if (!aug_target_.empty() && targets_.empty() && s.args.size() == 1) augment(s.args[0]);
-    if (!return_fn_.empty() && s.args.size() == 1) {
-      const ArgInfo& v = s.args[0];
+    // What a function returns: a `return` statement's value, or the body of `NAME = lambda ...:`.
+    const std::string returned = !return_fn_.empty() ? return_fn_
+                                 : lambda_state_ == 2 && !lambda_fn_.empty() ? lambda_fn_ + "()"
+                                                                             : std::string();
+    // A lambda's parameter commas split the statement's value: its body is the last piece.
+    if (!returned.empty() && (s.args.size() == 1 || (return_fn_.empty() && !s.args.empty()))) {
+      const ArgInfo& v = s.args.back();
       // Only values that carry evidence: a constant, folded or decoded string. A later return
       // of a plain computed value does not erase what an earlier one showed.
       if ((v.kind == Kind::string && (!v.dynamic || v.folded || v.decoded)) || v.decoded || v.flows || v.params ||
@@ -518,7 +523,7 @@ void Analyzer::end_statement(bool suite_continues) {
           ArgInfo r = v;
           r.keyword.clear();
           if (r.text.size() > kMaxSymbolText) r.text.resize(kMaxSymbolText);
-          returns_[return_fn_] = std::move(r);
+          returns_[returned] = std::move(r);
         }
       }
     }
@@ -548,9 +553,13 @@ void Analyzer::end_statement(bool suite_continues) {
             (value.kind == Kind::expr && has_alternatives(value.text))) {
           bind(t, value);
           if (targets_.size() == 1) remember_items(t, value);
-          // A class body's name is the class's attribute too: `Action.verb` reads it.
-          if (!blocks_.empty() && blocks_.back().class_body && t.find('.') == std::string::npos)
+          // A class body's name is the class's attribute too: `Action.verb` reads it, and so
+          // does `self.verb` in its methods.
+          if (!blocks_.empty() && blocks_.back().class_body && t.find('.') == std::string::npos) {
             bind(blocks_.back().name + "." + t, value);
+            bind("self." + t, value);
+            if (targets_.size() == 1) remember_items("self." + t, value);
+          }
         } else if (value.decoded || value.flows || value.params || value.path_params) {
           ArgInfo v{{}, Kind::expr, {}, true, false, value.decoded};
           carry_flow(v, value);

@@ -66,6 +66,12 @@ ArgInfo alternatives(const std::vector<ArgInfo>& values) {
   ArgInfo r = values.front();
   r.keyword.clear();
   r.dynamic = true;
+  // One value is still a choice (of one): spelled twice, so that what reads a name's values
+  // (paths, commands) finds it as it finds several.
+  if (values.size() == 1 && r.kind != Kind::container) {
+    r.text += kAlternative;
+    append_capped(r.text, values.front().text, kMaxSymbolText);
+  }
   for (size_t i = 1; i < values.size(); ++i) {
     const ArgInfo& v = values[i];
     if (v.kind != r.kind) r.kind = Kind::expr;
@@ -149,7 +155,7 @@ void Analyzer::bind_loop_targets() {
   else if (strip(".values()")) part = Part::values;
   else if (strip(".keys()")) part = Part::keys;
   const Items* src = nullptr;
-  if (is_identifier(s)) {
+  if (is_identifier(s) || (s.starts_with("self.") && is_identifier(s.substr(5)))) {
     if (auto it = items_.find(s); it != items_.end()) src = &it->second;
   } else if (one_literal(s) && stmt_items_set_) {
     src = &stmt_items_;

