@@ -221,7 +221,10 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
   if (default_next_ && !was_dot && header_ == Header::def_ && frames_.size() == 2)
     if (const ArgInfo v = resolve(name); v.kind == Kind::string) note_def_default(v.text);
   if (param_next_ && header_ == Header::def_ && def_is_function_ && frames_.size() == 2 && !was_dot) {
-    if (def_params_.size() < 32) def_params_.emplace_back(name);
+    if (def_params_.size() < 32) {
+      if (kwargs_next_) def_kwargs_ = def_params_.size();
+      def_params_.emplace_back(name);
+    }
     param_next_ = false;
   }
   if (name == "__doc__") doc_referenced_ = true;

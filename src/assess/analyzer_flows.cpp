@@ -240,6 +240,7 @@ ParamCall param_call(const std::string& qual, const std::vector<ArgInfo>& args, 
 void Analyzer::note_def_param_op(std::string_view op) {
   if (op == "(" && frames_.size() == 1) param_next_ = true;
   else param_next_ = frames_.size() == 2 && (op == "," || op == "*" || op == "**");
+  if (frames_.size() == 2) kwargs_next_ = op == "**";
   if (frames_.size() == 2) default_next_ = op == "=" && !def_params_.empty();
 }
 
@@ -252,12 +253,20 @@ void Analyzer::note_def_default(std::string_view value) {
 void Analyzer::lambda_token(const Token& t) {
   if (lambda_state_ != 1) return;
   if (t.kind == TokKind::name && frames_.size() == lambda_depth_) {
-    if (lambda_params_.size() < 32) lambda_params_.emplace_back(t.text);
+    if (lambda_params_.size() < 32) {
+      if (kwargs_next_) lambda_kwargs_ = lambda_params_.size();
+      lambda_params_.emplace_back(t.text);
+    }
+    kwargs_next_ = false;
     return;
   }
+  if (t.kind == TokKind::op && frames_.size() == lambda_depth_) kwargs_next_ = t.text == "**";
   if (t.kind != TokKind::op || t.text != ":" || frames_.size() != lambda_depth_) return;
   lambda_state_ = 2;
-  if (!lambda_fn_.empty() && params_of_.size() < kMaxSymbols) params_of_[lambda_fn_] = lambda_params_;
+  if (!lambda_fn_.empty() && params_of_.size() < kMaxSymbols) {
+    params_of_[lambda_fn_] = lambda_params_;
+    if (lambda_kwargs_ != kNoKwargs) kwargs_of_[lambda_fn_] = lambda_kwargs_;
+  }
   for (size_t i = 0; i < lambda_params_.size(); ++i) bind_param(i, lambda_params_[i], {});
 }
 
@@ -276,11 +285,13 @@ void Analyzer::end_lambda() {
   lambda_state_ = 0;
   lambda_params_.clear();
   lambda_fn_.clear();
+  lambda_kwargs_ = kNoKwargs;
 }
 
 void Analyzer::bind_params(const Block& b) {
   if (b.kind != BlockKind::function || b.params.empty()) return;
   if (params_of_.size() < kMaxSymbols) params_of_[b.name] = b.params;
+  if (b.kwargs != kNoKwargs && kwargs_of_.size() < kMaxSymbols) kwargs_of_[b.name] = b.kwargs;
   for (size_t i = 0; i < b.params.size() && i < 32; ++i) {
     // A path default (path="/etc/os-release") is what a call without that argument reads. Only
     // paths: any other constant would read as a piece of assembled code (stmt="pass").
@@ -318,14 +329,27 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
   std::vector<const ArgInfo*> given(names->second.size(), nullptr);
   size_t next = 0;
   if (receiver && !given.empty()) given[next++] = receiver;
+  // Keywords no parameter is named for go to `**kwargs`, together.
+  const auto kwargs = kwargs_of_.find(fn);
+  ArgInfo collected;
   for (const auto& a : f.args) {
     if (a.keyword.empty()) {
-      if (next < given.size()) given[next++] = &a;
+      // At the `**kwargs` slot: `f(**fields)`, whose keywords it collects.
+      if (kwargs != kwargs_of_.end() && next == kwargs->second) carry_flow(collected, a);
+      else if (next < given.size()) given[next++] = &a;
       continue;
     }
+    bool named = false;
     for (size_t i = 0; i < names->second.size(); ++i)
-      if (names->second[i] == a.keyword) given[i] = &a;
+      if (names->second[i] == a.keyword) {
+        given[i] = &a;
+        named = true;
+      }
+    if (!named && kwargs != kwargs_of_.end()) carry_flow(collected, a);
   }
+  if (kwargs != kwargs_of_.end() && kwargs->second < given.size() &&
+      (collected.flows || collected.params || collected.path_params))
+    given[kwargs->second] = &collected;
   // Only a call that hands on host data, parameters of its own, or a host path changes anything:
   // the others (nearly every call) stop here.
   // An absolute path given as a constant: the calls the function makes with that parameter are

