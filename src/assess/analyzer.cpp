@@ -526,7 +526,11 @@ void Analyzer::end_statement(bool suite_continues) {
           ArgInfo r = v;
           r.keyword.clear();
           if (r.text.size() > kMaxSymbolText) r.text.resize(kMaxSymbolText);
-          returns_[returned] = std::move(r);
+          // `return fh.read()` then `except OSError: return "n/a"`: either may come back, so
+          // the data an earlier return carried stays with the function.
+          ArgInfo& slot = returns_[returned];
+          carry_flow(r, slot);
+          slot = std::move(r);
         }
       }
     }

