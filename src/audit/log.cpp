@@ -490,10 +490,9 @@ struct AuditLog::Impl {
       cp["log"] = path.string();
       cp["sandboxrun"] = "audit checkpoint";
       std::string streamed = canonical(cp) + "\n";
-      if (!write_all(cfg.stream == CheckpointStream::out ? STDOUT_FILENO : STDERR_FILENO, streamed.data(),
-                     streamed.size()))
-        throw_errno(std::string("cannot write the audit checkpoint to ") +
-                        (cfg.stream == CheckpointStream::out ? "standard output" : "standard error"),
+      const bool out = cfg.stream == CheckpointStream::out;
+      if (!write_all(out ? STDOUT_FILENO : STDERR_FILENO, streamed.data(), streamed.size()))
+        throw_errno(std::string("cannot write the audit checkpoint to standard ") + (out ? "output" : "error"),
                     "set checkpoint.stream in audit.yaml to where a log pipeline reads, or none");
     }
     if (cfg.syslog)

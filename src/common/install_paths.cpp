@@ -35,13 +35,11 @@ InstallPaths for_prefix(const std::filesystem::path& prefix) {
 InstallPaths compute_install_paths(const std::filesystem::path& exe, const std::filesystem::path& source_dir,
                                    const std::filesystem::path& install_prefix) {
   const std::filesystem::path exe_dir = exe.parent_path();
-  // An installed binary: P/bin/sandboxrun with P/share/sandboxrun beside it, or the MCP-over-HTTP
-  // helper in P/libexec/sandboxrun/.
-  if (!exe.empty() && is_dir(exe_dir.parent_path() / "share/sandboxrun"))
-    return for_prefix(exe_dir.parent_path().lexically_normal());
-  if (!exe.empty() && exe_dir.filename() == "sandboxrun" && exe_dir.parent_path().filename() == "libexec" &&
-      is_dir(exe_dir.parent_path().parent_path() / "share/sandboxrun"))
-    return for_prefix(exe_dir.parent_path().parent_path().lexically_normal());
+  // An installed binary: P/bin/sandboxrun, or the MCP-over-HTTP helper in P/libexec/sandboxrun/,
+  // with P/share/sandboxrun.
+  const bool helper = exe_dir.filename() == "sandboxrun" && exe_dir.parent_path().filename() == "libexec";
+  const std::filesystem::path prefix = helper ? exe_dir.parent_path().parent_path() : exe_dir.parent_path();
+  if (!exe.empty() && is_dir(prefix / "share/sandboxrun")) return for_prefix(prefix.lexically_normal());
   // A binary inside the source tree (build/, build-asan/, the tests): the tree is its data.
   const std::string src = source_dir.lexically_normal().string();
   if (!src.empty() && exe.lexically_normal().string().rfind(src + "/", 0) == 0 && is_dir(source_dir / "policies")) {
