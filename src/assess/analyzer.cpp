@@ -75,6 +75,7 @@ void Analyzer::start_statement() {
   saw_plus_ = saw_mul_ = doubles_ = false;
   def_pending_ = false;
   return_fn_.clear();
+  yields_ = false;
   except_stmt_ = false;
   except_comma_ = 0;
   unpack_names_.clear();
@@ -298,6 +299,7 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
     for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
       if (it->kind == BlockKind::function) {
         return_fn_ = it->name + "()";
+        yields_ = kw == "yield" && frames_.size() == 1;
         break;
       }
   }
@@ -373,9 +375,10 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   if (c == ':' && header_ == Header::for_ && !header_colon_ && frames_.size() == 1) {
     if (for_phase_ == 1) report_environ_walk();  // `for key in os.environ:`
     bind_loop_targets();
+    const ArgInfo& iter = prim_.active ? prim_.val : top.cur;
+    bind_loop_to_value(iter);
     // `for line in f:` over a value that carries host data: each item carries it.
-    if (const ArgInfo& iter = prim_.active ? prim_.val : top.cur;
-        (iter.flows || iter.params || iter.path_params) && for_targets_ok_)
+    if ((iter.flows || iter.params || iter.path_params) && for_targets_ok_)
       for (const auto& name : for_targets_) {
         ArgInfo v = resolve(name);
         carry_flow(v, iter);
@@ -520,15 +523,27 @@ void Analyzer::end_statement(bool suite_continues) {
       const ArgInfo& v = s.args.back();
       // Only values that carry evidence: a constant, folded or decoded string. A later return
       // of a plain computed value does not erase what an earlier one showed.
+      // And paths from the root or a home, built or listed (`return [join(prefix, d) for d in
+      // DIRS]`), which a call's loop or a caller's argument hands on.
+      const bool path = (v.kind == Kind::string || v.kind == Kind::container || v.kind == Kind::expr) &&
+                        names_a_path(v.text);
       if ((v.kind == Kind::string && (!v.dynamic || v.folded || v.decoded)) || v.decoded || v.flows || v.params ||
-          v.path_params) {
+          v.path_params || path) {
         if (returns_.size() < kMaxSymbols) {
           ArgInfo r = v;
           r.keyword.clear();
           if (r.text.size() > kMaxSymbolText) r.text.resize(kMaxSymbolText);
+          ArgInfo& slot = returns_[returned];
+          if (yields_) {
+            // A generator gives each value it yields: the items of a container.
+            if (r.kind == Kind::expr && has_alternatives(r.text)) r.text = as_group(r.text);
+            r.kind = Kind::container;
+            r.dynamic = true;
+            if (slot.kind == Kind::container && !slot.text.empty() && slot.text.size() + r.text.size() < kMaxSymbolText)
+              r.text = slot.text + '\x1f' + r.text;
+          }
           // `return fh.read()` then `except OSError: return "n/a"`: either may come back, so
           // the data an earlier return carried stays with the function.
-          ArgInfo& slot = returns_[returned];
           carry_flow(r, slot);
           slot = std::move(r);
         }

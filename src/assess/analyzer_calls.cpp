@@ -263,6 +263,16 @@ ArgInfo Analyzer::named_call_value(const Frame& f, const std::string& qual_text,
       a0->text.find_first_not_of('\x1f') == std::string::npos && !a0->text.empty())
     r.decoded = true;
 
+  // os.getenv("ROOT", "/srv"): the path it falls back on, or what the environment says.
+  if ((qual == "os.getenv" || qual == "os.environ.get") && args.size() == 2 && args[1].keyword.empty() &&
+      args[1].kind == Kind::string && !args[1].decoded && absolute_path(args[1].text) &&
+      !has_alternatives(args[1].text)) {
+    r.kind = Kind::expr;
+    r.text = "{}";
+    r.text += kAlternative;
+    append_capped(r.text, args[1].text, kMaxText);
+    return r;
+  }
   // The calls below that find no more than the call itself return r.
   if (qual == "__import__" || qual == "importlib.import_module" || qual == "importlib.__import__")
     return import_value(qual, a0, f.line).value_or(std::move(r));

@@ -91,6 +91,30 @@ bool reading_mode(const std::vector<ArgInfo>& args, size_t mode_index) {
 
 }  // namespace
 
+namespace {
+
+// Each item of `text` that starts with a piece that is no constant ("{}/doc") starts at `base`.
+std::string rebased(std::string_view text, std::string_view base) {
+  const std::string b = has_alternatives(base) ? as_group(base) : std::string(base);
+  std::string out;
+  for (size_t start = 0; start <= text.size();) {
+    size_t end = text.find('\x1f', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(start, end - start);
+    if (start) out += '\x1f';
+    if (item.starts_with("{}")) {
+      out += b;
+      item.remove_prefix(2);
+    }
+    out += item;
+    if (out.size() > kMaxText) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 void mark_flow(ArgInfo& v, uint8_t flows, uint32_t line) {
   if (!flows) return;
   if (!v.flows) v.flow_line = line;
@@ -393,6 +417,13 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
   };
   if (ret && (ret->params || ret->path_params)) {
     const ArgInfo r = here(*ret);
+    // `def under(root): return os.path.join(root, "doc")` called with "/usr": the path it
+    // builds starts there (each item of a list it builds, too).
+    if (std::has_single_bit(ret->params) && !ret->path_params) {
+      const size_t i = static_cast<size_t>(std::countr_zero(ret->params));
+      if (i < given.size() && absolute(given[i]) && given[i]->kind != Kind::container)
+        ret->text = rebased(ret->text, given[i]->text);
+    }
     ret->params = ret->path_params = 0;
     carry_flow(*ret, r);
   }
@@ -414,6 +445,15 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
           a.keyword = std::move(kw);
           flows = true;
           continue;
+        }
+      }
+      // A path built on the parameter (os.path.join(prefix, "man")): built on that path here.
+      if (std::has_single_bit(a.params) && !a.path_params && a.text.starts_with("{}") &&
+          (a.kind == Kind::string || a.kind == Kind::container)) {
+        const size_t i = static_cast<size_t>(std::countr_zero(a.params));
+        if (i < given.size() && absolute(given[i]) && given[i]->kind != Kind::container) {
+          a.text = rebased(a.text, given[i]->text);
+          flows = true;
         }
       }
       const ArgInfo r = here(a);

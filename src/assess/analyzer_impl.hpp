@@ -352,6 +352,8 @@ class Analyzer {
   void remember_items(const std::string& name, const ArgInfo& value);
   // At a `for` header's colon: its names take the items of the literal it iterates.
   void bind_loop_targets();
+  // Or, over no literal, the paths the iterated value lists (a call of the file's own function).
+  void bind_loop_to_value(const ArgInfo& iter);
 
   // `name += value`: a string grows (folded when the piece is a constant), anything else is
   // no longer the constant it was bound to.
@@ -436,6 +438,7 @@ class Analyzer {
   bool saw_plus_ = false, saw_mul_ = false, doubles_ = false;
   bool def_pending_ = false;
   std::string return_fn_;  // `return` statement: the function it returns from
+  bool yields_ = false;     // and it is a `yield`: an item of what a call gives
   size_t comp_for_depth_ = 0, comp_in_depth_ = 0;  // a comprehension's `for` / `in`, by frame depth
   // A `for` header: 0 reading its names, 1 its iterable (spelled in for_iter_sig_).
   uint8_t for_phase_ = 0;

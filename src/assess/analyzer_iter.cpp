@@ -190,6 +190,34 @@ void Analyzer::bind_loop_targets() {
   }
 }
 
+void Analyzer::bind_loop_to_value(const ArgInfo& iter) {
+  if (for_targets_.size() != 1 || !for_targets_ok_ || iter.kind != Kind::container || symbols_.count(for_targets_[0]) ||
+      !names_a_path(iter.text))
+    return;
+  // `for path in targets(prefix):` over the list or generator a function of the file returns:
+  // the name holds each item that says something (not "{}").
+  std::vector<ArgInfo> values;
+  std::string_view t = iter.text;
+  for (size_t start = 0; start <= t.size() && values.size() < 32;) {
+    size_t end = t.find('\x1f', start);
+    if (end == std::string_view::npos) end = t.size();
+    const std::string_view item = t.substr(start, end - start);
+    if (!item.empty() && item != "{}") {
+      // An item that is a loop's values is each of them.
+      std::string text(item);
+      if (text.size() > 2 && text.front() == kGroup && text.back() == kGroup && text.find(kGroup, 1) == text.size() - 1)
+        text = text.substr(1, text.size() - 2);
+      values.push_back(ArgInfo{{}, has_alternatives(text) ? Kind::expr : Kind::string, std::move(text), true,
+                               iter.folded, iter.decoded});
+    }
+    start = end + 1;
+  }
+  if (values.empty()) return;
+  ArgInfo v = alternatives(values);
+  carry_flow(v, iter);
+  bind(for_targets_[0], v);
+}
+
 // `[k for k in os.environ if ...]` walks the whole environment, as a `for` statement over it does.
 void Analyzer::comprehension_iterable_end() {
   if (comp_in_depth_ == 0 || comp_in_depth_ != frames_.size()) return;

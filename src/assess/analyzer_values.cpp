@@ -113,11 +113,22 @@ void Analyzer::finish_arg(Frame& f) {
     const bool both = f.cond == 2 && f.cond_then.kind == Kind::string && !f.cond_then.dynamic &&
                       f.cur.kind == Kind::string && !f.cur.dynamic && !has_alternatives(f.cur.text) &&
                       !has_alternatives(f.cond_then.text);
+    // `sys.argv[1] if len(sys.argv) > 1 else "/usr"`, `os.getenv("ROOT") or "/srv"`: with no
+    // input the program uses the path it spells; the value is either (the first unknown).
+    const bool fallback_path = f.cond == 2 && f.cur.kind == Kind::string && !f.cur.dynamic &&
+                               absolute_path(f.cur.text) && !has_alternatives(f.cur.text) &&
+                               f.cond_then.kind != Kind::string && !f.cond_then.text.starts_with("local:");
     if (both) {
       ArgInfo v{{}, Kind::expr, std::move(f.cond_then.text), false, f.cond_then.folded || f.cur.folded,
                 f.cond_then.decoded || f.cur.decoded};
       v.text += kAlternative;
       append_capped(v.text, f.cur.text, kMaxText);
+      f.cur = std::move(v);
+    } else if (fallback_path) {
+      ArgInfo v{{}, Kind::expr, "{}", true, f.cur.folded, f.cond_then.decoded || f.cur.decoded};
+      v.text += kAlternative;
+      append_capped(v.text, f.cur.text, kMaxText);
+      carry_flow(v, f.cond_then);
       f.cur = std::move(v);
     } else {
       f.cur = std::move(f.cond_then);

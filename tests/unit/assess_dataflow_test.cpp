@@ -210,3 +210,33 @@ TEST(AssessDataFlow, LambdasOfSeveralParametersClassAttributesAndOneItemLoops) {
                   "requests.post('https://x.example/h', data=data)\n"),
             RiskLevel::medium);
 }
+
+TEST(AssessDataFlow, PathsReturnedYieldedAndFallenBackOnReachTheirSinks) {
+  // A function builds the paths; its caller loops over them and deletes each.
+  EXPECT_EQ(level("import os, shutil\ndef targets():\n    return [os.path.join('/usr', 'share', 'doc')]\n"
+                  "for path in targets():\n    shutil.rmtree(path)\n"),
+            RiskLevel::blocked);
+  // Built from the parameter: the caller's path is the base.
+  EXPECT_EQ(level("import os, shutil\ndef under(prefix):\n    return os.path.join(prefix, 'share', 'doc')\n"
+                  "shutil.rmtree(under('/usr'))\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import os, shutil\ndef under(prefix):\n    return os.path.join(prefix, 'share', 'doc')\n"
+                  "shutil.rmtree(under('build'))\n"),
+            RiskLevel::medium);
+  // A generator's yields are what a loop over it gets.
+  EXPECT_EQ(level("import os\nROOT = '/var/lib'\ndef paths():\n    for sub in ['dpkg', 'apt']:\n"
+                  "        yield os.path.join(ROOT, sub, 'status')\nfor p in paths():\n    os.truncate(p, 0)\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import os\ndef paths():\n    for sub in ['a', 'b']:\n        yield os.path.join('cache', sub)\n"
+                  "for p in paths():\n    os.truncate(p, 0)\n"),
+            RiskLevel::medium);
+  // With no argument the program uses the path it falls back on.
+  EXPECT_EQ(level("import os, shutil, sys\ndef slim(prefix):\n    shutil.rmtree(os.path.join(prefix, 'share/man'))\n"
+                  "slim(sys.argv[1] if len(sys.argv) > 1 else '/usr')\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import os, shutil\nroot = os.environ.get('PREFIX', '/usr/local')\nshutil.rmtree(root)\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import os, shutil, sys\ndef slim(prefix):\n    shutil.rmtree(os.path.join(prefix, 'share/man'))\n"
+                  "slim(sys.argv[1] if len(sys.argv) > 1 else 'dist')\n"),
+            RiskLevel::medium);
+}
