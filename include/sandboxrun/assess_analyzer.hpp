@@ -48,11 +48,18 @@ enum Flow : uint8_t {
   // Not the host's: serialized by the program from a value it made (pickle.dumps(obj)), so
   // decoding it again (zlib, base64) yields its own objects, no payload.
   flow_own = 8,
+  // Not data but a name: a path under a system directory (/etc, /usr, /boot, /bin, /lib,
+  // /var/lib) or built from one (joined, walked, globbed, returned, stored in an object), so that
+  // deleting or overwriting it is seen however far the path travelled.
+  flow_system = 16,
 };
-// "host", "secret", "environ" -> its bit; 0 for any other name.
+// "host", "secret", "environ", "system" -> its bit; 0 for any other name.
 uint8_t flow_named(std::string_view name) noexcept;
 // The kind of host data a read of `path` gives (0: none of the host's).
 uint8_t flow_of_path(std::string_view path) noexcept;
+// flow_system when the text (any item or value of it) is a system path; /etc/hosts, whose edit
+// the policy rates lower, is not.
+uint8_t system_path_flow(std::string_view text);
 
 // Evidence detectors; the rules file refers to them by these names.
 enum class Detector : uint8_t {

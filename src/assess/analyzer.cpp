@@ -15,6 +15,7 @@ namespace detail {
 
 void Analyzer::run(std::string_view source) {
   string_budget_ = 2 * uint64_t(source.size()) + limits_.max_fragment_bytes + (64 << 10);
+  lookahead_budget_ = 2 * uint64_t(source.size()) + (64 << 10);
   scan_lines(source);
   if (auto enc = detail::unusual_source_encoding(source)) sink_.on_detector(Detector::source_encoding, 1, *enc);
   if (auto what = detail::foreign_format(source)) sink_.on_detector(Detector::not_python, 1, *what);
@@ -44,12 +45,14 @@ void Analyzer::analyze_text(std::string_view text, uint32_t origin_line, uint32_
   TokenizerLimits tl;
   tl.wide_gap = limits_.wide_gap;
   Tokenizer tok(text, tl);
+  tok_ = &tok;
   for (;;) {
     Token t = tok.next();
     if (t.kind == TokKind::end) break;
     on_token(t);
   }
   end_statement();
+  tok_ = nullptr;
   while (!blocks_.empty()) pop_block();
   // Only the file itself: a fragment (an exec'd literal, decoded text) may well be a snippet.
   if (depth == 0 && tok.open_brackets() > 0)
@@ -400,9 +403,11 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     if (prim_.active) dot_pending_ = true;
     return;
   }
+  const size_t open_frames = frames_.size();
   if (c == '(') {
     if (prim_.active) push_call(prim_.line);
     else push(FrameKind::group, line);
+    if (frames_.size() > open_frames) prebind_comprehension(frames_.back());
     return;
   }
   if (c == '[') {
@@ -417,6 +422,7 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
       }
     } else {
       push(FrameKind::list, line);
+      if (frames_.size() > open_frames) prebind_comprehension(frames_.back());
     }
     return;
   }
@@ -424,6 +430,7 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     flush();
     const bool field = top.kind == FrameKind::fstring || (top.kind == FrameKind::field && top.in_spec);
     push(field ? FrameKind::field : FrameKind::brace, line);
+    if (!field && frames_.size() > open_frames) prebind_comprehension(frames_.back());
     return;
   }
   if (c == ')' || c == ']' || c == '}') {
@@ -514,41 +521,7 @@ void Analyzer::end_statement(bool suite_continues) {
     Frame& s = frames_.back();
     finish_arg(s);
     if (!aug_target_.empty() && targets_.empty() && s.args.size() == 1) augment(s.args[0]);
-    // What a function returns: a `return` statement's value, or the body of `NAME = lambda ...:`.
-    const std::string returned = !return_fn_.empty() ? return_fn_
-                                 : lambda_state_ == 2 && !lambda_fn_.empty() ? lambda_fn_ + "()"
-                                                                             : std::string();
-    // A lambda's parameter commas split the statement's value: its body is the last piece.
-    if (!returned.empty() && (s.args.size() == 1 || (return_fn_.empty() && !s.args.empty()))) {
-      const ArgInfo& v = s.args.back();
-      // Only values that carry evidence: a constant, folded or decoded string. A later return
-      // of a plain computed value does not erase what an earlier one showed.
-      // And paths from the root or a home, built or listed (`return [join(prefix, d) for d in
-      // DIRS]`), which a call's loop or a caller's argument hands on.
-      const bool path = (v.kind == Kind::string || v.kind == Kind::container || v.kind == Kind::expr) &&
-                        names_a_path(v.text);
-      if ((v.kind == Kind::string && (!v.dynamic || v.folded || v.decoded)) || v.decoded || v.flows || v.params ||
-          v.path_params || path) {
-        if (returns_.size() < kMaxSymbols) {
-          ArgInfo r = v;
-          r.keyword.clear();
-          if (r.text.size() > kMaxSymbolText) r.text.resize(kMaxSymbolText);
-          ArgInfo& slot = returns_[returned];
-          if (yields_) {
-            // A generator gives each value it yields: the items of a container.
-            if (r.kind == Kind::expr && has_alternatives(r.text)) r.text = as_group(r.text);
-            r.kind = Kind::container;
-            r.dynamic = true;
-            if (slot.kind == Kind::container && !slot.text.empty() && slot.text.size() + r.text.size() < kMaxSymbolText)
-              r.text = slot.text + '\x1f' + r.text;
-          }
-          // `return fh.read()` then `except OSError: return "n/a"`: either may come back, so
-          // the data an earlier return carried stays with the function.
-          carry_flow(r, slot);
-          slot = std::move(r);
-        }
-      }
-    }
+    note_return(s);
     if (unpack_.size() > 1) {
       // `HOST, PORT = "", 9009`: each name takes its item (the last name was bound below to
       // the whole tuple; it is rebound here).
@@ -611,63 +584,6 @@ void Analyzer::end_statement(bool suite_continues) {
   prim_ = Primary{};
   start_statement();
   if (suite_continues) header_colon_ = keep_header;
-}
-
-void Analyzer::parse_import() {
-  const auto& tk = import_tokens_;
-  const uint32_t line = stmt_line_;
-  auto dotted = [&](size_t& i) {
-    std::string name;
-    while (i < tk.size() && (tk[i] == "." || tk[i] == "...")) name += tk[i++];
-    while (i < tk.size() && tk[i] != "," && tk[i] != "as" && tk[i] != "import" && tk[i] != "(" && tk[i] != ")") {
-      append_capped(name, tk[i++], kMaxQual);
-    }
-    return name;
-  };
-  size_t i = 1;
-  if (tk[0] == "import") {
-    while (i < tk.size()) {
-      std::string mod = dotted(i);
-      std::string as;
-      if (i + 1 < tk.size() && tk[i] == "as") {
-        as = tk[i + 1];
-        i += 2;
-      }
-      if (!mod.empty()) {
-        sink_.on_import(mod, line);
-        modules_.insert(mod);
-        modules_.insert(mod.substr(0, mod.find('.')));
-        if (!as.empty()) bind(as, ArgInfo{{}, Kind::name, mod, true});
-        else bind(mod.substr(0, mod.find('.')), ArgInfo{{}, Kind::name, mod.substr(0, mod.find('.')), true});
-      }
-      ++i;  // ','
-    }
-    return;
-  }
-  std::string mod = dotted(i);
-  if (i < tk.size() && tk[i] == "import") ++i;
-  if (!mod.empty()) sink_.on_import(mod, line);
-  while (i < tk.size()) {
-    if (tk[i] == "(" || tk[i] == ")" || tk[i] == ",") {
-      ++i;
-      continue;
-    }
-    if (tk[i] == "*") {
-      sink_.on_star_import(mod);
-      ++i;
-      continue;
-    }
-    std::string name = tk[i++];
-    std::string as = name;
-    if (i + 1 < tk.size() && tk[i] == "as") {
-      as = tk[i + 1];
-      i += 2;
-    }
-    std::string full = mod.empty() || mod.back() == '.' ? mod + name : mod + "." + name;
-    sink_.on_import(full, line);
-    modules_.insert(full);
-    bind(as, ArgInfo{{}, Kind::name, full, true});
-  }
 }
 
 void Analyzer::enqueue(std::string text, uint32_t line, uint32_t depth) {

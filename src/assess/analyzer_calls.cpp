@@ -77,6 +77,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
   report_call(qual_text, f.args, f.line);
   note_param_call(qual_text, f.args, f.line);
   note_copy(qual, f.args);
+  note_arg_default(qual, f.args);
   path_method_of_value(f, qual);
   if (const ArgInfo* v = own_return_value(qual_text, f.args, f.line)) {
     ArgInfo r = *v;
@@ -85,7 +86,10 @@ ArgInfo Analyzer::close_call(Frame& f) {
   }
   apply_summary(qual, f, nullptr);
   if (is_path_builder(qual)) {
-    if (auto p = path_value(qual, f.args, decoded_args)) return std::move(*p);
+    if (auto p = path_value(qual, f.args, decoded_args)) {
+      mark_flow(*p, system_path_flow(p->text), f.line);
+      return std::move(*p);
+    }
   }
   ArgInfo v = named_call_value(f, qual_text, decoded_args);
   mark_read_source(qual, f.args, v, f.line, &f.callee);
@@ -183,7 +187,9 @@ void Analyzer::note_control_flow(std::string_view qual, const std::vector<ArgInf
       (qual == "itertools.count" || qual == "itertools.cycle" ||
        (qual == "itertools.repeat" && args.size() == 1) || (qual == "iter" && args.size() == 2)))
     header_unbounded_ = true;
-  if (qual == "sys.exit" || qual == "os._exit" || qual == "exit" || qual == "quit") {
+  // os._exit is how a forked child ends (`if pid == 0: work(); os._exit(0)`): the parent's loop
+  // goes on, so it is no exit of the loop.
+  if (qual == "sys.exit" || qual == "exit" || qual == "quit") {
     for (auto& b : blocks_) b.exits = b.exits || b.kind == BlockKind::loop;
   }
   // A function that calls itself in its own body, not under an if, a loop or a handler: a
@@ -232,11 +238,20 @@ std::optional<ArgInfo> Analyzer::path_value(std::string_view qual, const std::ve
   if (qual == "pathlib.Path.home") p.text = "~";
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].keyword.empty()) continue;
-    if (i > 0) append_capped(p.text, "/", kMaxText);
+    if (i > 0 && !p.text.ends_with('/')) append_capped(p.text, "/", kMaxText);
     if (args[i].kind == Kind::string || args[i].kind == Kind::literal) {
       has_text = true;
       append_capped(p.text, args[i].text, kMaxText);
-    } else if (args[i].kind == Kind::expr && has_alternatives(args[i].text)) {
+      p.dynamic |= args[i].dynamic;
+      p.folded |= args[i].folded;
+      continue;
+    }
+    if (is_name_kind(args[i].kind) && (args[i].text == "os.sep" || args[i].text == "os.path.sep")) {
+      has_text = true;  // join(os.sep, "etc"): the root
+      append_capped(p.text, "/", kMaxText);
+      continue;
+    }
+    if (args[i].kind == Kind::expr && has_alternatives(args[i].text)) {
       // Path(p) for a loop's p over a list of paths: each of them.
       has_text = true;
       append_capped(p.text, as_group(args[i].text), kMaxText);

@@ -5,7 +5,6 @@
 // containers, f-strings, calls, subscripts; analyzer.cpp: names and returns).
 #include <algorithm>
 #include <array>
-#include <bit>
 
 #include "analyzer_impl.hpp"
 #include "internal.hpp"
@@ -16,18 +15,21 @@ uint8_t flow_named(std::string_view name) noexcept {
   if (name == "host") return flow_host;
   if (name == "secret") return flow_secret;
   if (name == "environ") return flow_environ;
+  if (name == "system") return flow_system;
   return 0;
 }
 
 uint8_t flow_of_path(std::string_view path) noexcept {
   // Credentials wherever they live: in any home (~, /home/NAME, /root) or the system's.
-  static constexpr std::array<std::string_view, 22> kSecrets = {
+  static constexpr std::array<std::string_view, 24> kSecrets = {
       "/etc/shadow", "/etc/gshadow", "/etc/security/opasswd", "/etc/ssl/private", ".ssh/", "id_rsa", "id_ed25519",
       "id_ecdsa", "id_dsa", ".aws/credentials", ".netrc", ".gnupg", ".docker/config.json", ".kube/config",
       ".git-credentials", ".pgpass", "Login Data", "cookies.sqlite", "key4.db", "logins.json", ".password-store",
-      ".config/gcloud"};
+      ".config/gcloud", "/run/secrets/", "serviceaccount/token"};
   for (const auto s : kSecrets)
     if (path.find(s) != std::string_view::npos) return flow_secret;
+  // A process's environment read through /proc (/proc/1/environ, /proc/self/environ).
+  if (path.starts_with("/proc/") && path.ends_with("/environ")) return flow_environ;
   // The host's own files: system configuration and the account database, the kernel's views of
   // the machine, logs, and homes that are not the program's (`~` is its own).
   static constexpr std::array<std::string_view, 8> kHost = {"/etc/", "/proc/", "/sys/", "/boot/",
@@ -35,6 +37,28 @@ uint8_t flow_of_path(std::string_view path) noexcept {
   for (const auto h : kHost)
     if (path.starts_with(h) || path == h.substr(0, h.size() - 1)) return flow_host;
   if (path == "/root" || path == "/etc/passwd") return flow_host;
+  return 0;
+}
+
+uint8_t system_path_flow(std::string_view text) {
+  auto system = [](std::string_view p) {
+    if (p.empty() || p[0] != '/') return false;
+    while (p.size() > 1 && p[1] == '/') p.remove_prefix(1);
+    // The policy's example of an edit (HIGH); a temporary directory.
+    if (p == "/etc/hosts" || p == "/usr/tmp" || p.starts_with("/usr/tmp/")) return false;
+    static constexpr std::array<std::string_view, 9> kDirs = {"/etc",  "/usr",  "/boot",    "/bin",    "/sbin",
+                                                              "/lib", "/lib64", "/var/lib", "/var/log"};
+    for (const auto d : kDirs)
+      if (p.starts_with(d) && (p.size() == d.size() || p[d.size()] == '/'))
+        return d != "/usr" || !(p.starts_with("/usr/local/") || p == "/usr/local");
+    return false;
+  };
+  for (size_t start = 0; start <= text.size();) {
+    size_t end = text.find('\x1f', start);
+    if (end == std::string_view::npos) end = text.size();
+    if (detail::any_alternative(text.substr(start, end - start), system)) return flow_system;
+    start = end + 1;
+  }
   return 0;
 }
 
@@ -91,29 +115,22 @@ bool reading_mode(const std::vector<ArgInfo>& args, size_t mode_index) {
 
 }  // namespace
 
-namespace {
-
-// Each item of `text` that starts with a piece that is no constant ("{}/doc") starts at `base`.
-std::string rebased(std::string_view text, std::string_view base) {
-  const std::string b = has_alternatives(base) ? as_group(base) : std::string(base);
-  std::string out;
-  for (size_t start = 0; start <= text.size();) {
-    size_t end = text.find('\x1f', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view item = text.substr(start, end - start);
-    if (start) out += '\x1f';
-    if (item.starts_with("{}")) {
-      out += b;
-      item.remove_prefix(2);
-    }
-    out += item;
-    if (out.size() > kMaxText) break;
-    start = end + 1;
-  }
-  return out;
+bool keeps_system_path(std::string_view qual) {
+  if (qual.starts_with("local:")) return false;
+  static constexpr std::array<std::string_view, 31> kKeep = {
+      "os.path.join", "os.path.expanduser", "os.path.expandvars", "os.path.abspath", "os.path.realpath",
+      "os.path.normpath", "os.path.dirname", "os.fspath", "str", "pathlib.Path", "pathlib.PurePath",
+      "pathlib.PosixPath", "os.walk", "os.listdir", "os.scandir", "os.fwalk", "glob.glob", "glob.iglob",
+      "fnmatch.filter", "os.open", "open", "io.open", "codecs.open", "builtins.open", "sorted", "list", "tuple",
+      "set", "reversed", "iter", "filter"};
+  if (std::find(kKeep.begin(), kKeep.end(), qual) != kKeep.end()) return true;
+  // Methods of a path (or of what holds one): what they give is a path below or beside it.
+  const std::string_view m = qual.substr(qual.rfind('.') + 1);
+  static constexpr std::array<std::string_view, 12> kMethods = {
+      "glob", "rglob", "iterdir", "resolve", "absolute", "joinpath", "with_name", "with_suffix", "with_stem",
+      "expanduser", "open", "walk"};
+  return qual.find('.') != std::string_view::npos && std::find(kMethods.begin(), kMethods.end(), m) != kMethods.end();
 }
-
-}  // namespace
 
 void mark_flow(ArgInfo& v, uint8_t flows, uint32_t line) {
   if (!flows) return;
@@ -200,6 +217,46 @@ void Analyzer::taint_name(const std::string& name, const ArgInfo& in) {
   }
 }
 
+bool Analyzer::own_holder(std::string_view qual) const {
+  if (qual.starts_with("local:")) return classes_.count(qual) != 0;
+  const size_t dot = qual.rfind('.');
+  return dot != std::string_view::npos && params_of_.count("local:" + std::string(qual.substr(dot + 1))) != 0;
+}
+
+void Analyzer::note_arg_default(std::string_view qual, const std::vector<ArgInfo>& args) {
+  if (!qual.starts_with("argparse.") || !qual.ends_with(".add_argument") || arg_defaults_.size() >= kMaxSymbols) return;
+  std::string dest;
+  const ArgInfo* def = nullptr;
+  for (const auto& a : args) {
+    if (a.keyword == "default") def = &a;
+    if (a.keyword == "dest" && a.kind == Kind::string) dest = a.text;
+    // The long option names the dest ("--log-dir": log_dir), else the first name given.
+    if (a.keyword.empty() && a.kind == Kind::string && !a.dynamic && (dest.empty() || a.text.starts_with("--"))) {
+      std::string_view n = a.text;
+      while (n.starts_with('-')) n.remove_prefix(1);
+      dest.assign(n);
+      std::replace(dest.begin(), dest.end(), '-', '_');
+    }
+  }
+  if (def && !dest.empty() && def->kind == Kind::string && absolute_path(def->text) && !has_alternatives(def->text))
+    arg_defaults_[dest] = def->text.substr(0, kMaxSymbolText);
+}
+
+std::optional<ArgInfo> Analyzer::arg_default_value(const ArgInfo& name, uint32_t line) const {
+  if (arg_defaults_.empty()) return std::nullopt;
+  const std::string_view t = name.text;
+  const size_t dot = t.rfind('.');
+  if (dot == std::string_view::npos || !t.substr(0, dot).ends_with("parse_args()")) return std::nullopt;
+  const auto it = arg_defaults_.find(t.substr(dot + 1));
+  if (it == arg_defaults_.end()) return std::nullopt;
+  ArgInfo v{{}, Kind::expr, "{}", true};
+  v.text += kAlternative;
+  v.text += it->second;
+  carry_flow(v, name);
+  mark_flow(v, system_path_flow(it->second), line);
+  return v;
+}
+
 void Analyzer::note_written(uint8_t flows) {
   if (!last_write_path_.empty() && copied_.size() < kMaxSymbols) copied_[last_write_path_] |= flows;
 }
@@ -217,17 +274,23 @@ void Analyzer::note_copy(std::string_view qual, const std::vector<ArgInfo>& args
 }
 
 void Analyzer::path_method_of_value(const Frame& f, std::string_view qual) {
-  if (!(f.callee.flows & (flow_host | flow_secret)) || f.receiver.empty()) return;
+  const bool carries = (f.callee.flows & (flow_host | flow_secret | flow_system)) != 0;
+  if ((!carries && !f.callee.params) || f.receiver.empty()) return;
   const std::string_view m = qual.substr(qual.rfind('.') + 1);
   if (m != "unlink" && m != "rmdir" && m != "write_text" && m != "write_bytes" && m != "rename" && m != "replace" &&
-      m != "chmod")
+      m != "chmod" && m != "open" && m != "truncate")
     return;
+  // str.replace(old, new) is no rename.
+  if ((m == "replace" || m == "rename") && f.args.size() != 1) return;
   std::vector<ArgInfo> with_self;
   with_self.reserve(f.args.size() + 1);
   ArgInfo self{{}, Kind::expr, {}, true};
   carry_flow(self, f.callee);
   with_self.push_back(std::move(self));
   with_self.insert(with_self.end(), f.args.begin(), f.args.end());
+  // A parameter's method (def reclaim(p): p.open("w")): the function's summary keeps it, and a
+  // call that gives it a system path reports it.
+  if (!carries) return note_param_call("pathlib.Path()." + std::string(m), with_self, f.line);
   sink_.on_call(CallEvent{"pathlib.Path()." + std::string(m), f.line, with_self, false, false, depth_ > 0});
 }
 
@@ -245,21 +308,6 @@ void Analyzer::mutate_receiver(const Frame& f) {
   taint_name(f.receiver, in);
   if ((m == "write" || m == "writelines" || m == "writerow" || m == "writerows") && in.flows) note_written(in.flows);
 }
-
-namespace {
-
-// What a summary keeps of a call: its first arguments, their text cut short (the rules that a
-// summary's calls meet again ask where data goes; a replayed call must stay cheap).
-ParamCall param_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line) {
-  ParamCall c{qual, line, {}};
-  for (size_t i = 0; i < args.size() && i < kMaxParamCallArgs; ++i) {
-    c.args.push_back(args[i]);
-    if (c.args.back().text.size() > kMaxParamCallText) c.args.back().text.resize(kMaxParamCallText);
-  }
-  return c;
-}
-
-}  // namespace
 
 void Analyzer::note_def_param_op(std::string_view op) {
   if (op == "(" && frames_.size() == 1) param_next_ = true;
@@ -328,142 +376,6 @@ void Analyzer::bind_params(const Block& b) {
 void Analyzer::forget_params(const Block& b) {
   if (b.kind != BlockKind::function) return;
   for (const auto& p : b.params) symbols_.erase(p);
-}
-
-void Analyzer::note_param_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line) {
-  if (std::none_of(args.begin(), args.end(), [](const ArgInfo& a) { return (a.params | a.path_params) != 0; })) return;
-  // The innermost function: a lambda being read, else the def around the call.
-  const std::string* fn = lambda_state_ == 2 && !lambda_fn_.empty() ? &lambda_fn_ : nullptr;
-  for (auto it = blocks_.rbegin(); !fn && it != blocks_.rend(); ++it)
-    if (it->kind == BlockKind::function) fn = &it->name;
-  if (!fn || (summaries_.size() >= kMaxSymbols && !summaries_.count(*fn))) return;
-  auto& calls = summaries_[*fn];
-  if (calls.size() < kMaxParamCalls) calls.push_back(param_call(qual, args, line));
-}
-
-void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret) {
-  // Which function, and what its parameter i is here: obj.method(x) and self.method(x) give
-  // the receiver as parameter 0.
-  const auto own = own_call(qual);
-  if (!own) return;
-  const std::string& fn = own->name;
-  const ArgInfo* receiver = own->receiver ? &f.callee : nullptr;
-  const auto names = params_of_.find(fn);
-  if (names == params_of_.end()) return;
-  std::vector<const ArgInfo*> given(names->second.size(), nullptr);
-  size_t next = 0;
-  if (receiver && !given.empty()) given[next++] = receiver;
-  // Keywords no parameter is named for go to `**kwargs`, together.
-  const auto kwargs = kwargs_of_.find(fn);
-  ArgInfo collected;
-  for (const auto& a : f.args) {
-    if (a.keyword.empty()) {
-      // At the `**kwargs` slot: `f(**fields)`, whose keywords it collects.
-      if (kwargs != kwargs_of_.end() && next == kwargs->second) carry_flow(collected, a);
-      else if (next < given.size()) given[next++] = &a;
-      continue;
-    }
-    bool named = false;
-    for (size_t i = 0; i < names->second.size(); ++i)
-      if (names->second[i] == a.keyword) {
-        given[i] = &a;
-        named = true;
-      }
-    if (!named && kwargs != kwargs_of_.end()) carry_flow(collected, a);
-  }
-  if (kwargs != kwargs_of_.end() && kwargs->second < given.size() &&
-      (collected.flows || collected.params || collected.path_params))
-    given[kwargs->second] = &collected;
-  // Only a call that hands on host data, parameters of its own, or a host path changes anything:
-  // the others (nearly every call) stop here.
-  // An absolute path given as a constant: the calls the function makes with that parameter are
-  // read again with the path in its place (def purge(p): shutil.rmtree(p) ... purge("/usr/lib")).
-  auto absolute = [](const ArgInfo* g) {
-    return g && !g->text.empty() && (g->kind == Kind::string || g->kind == Kind::container || g->kind == Kind::expr) &&
-           (g->text[0] == '/' || g->text[0] == '~' || (has_alternatives(g->text) && g->text.find('/') != std::string::npos));
-  };
-  const bool relevant = std::any_of(given.begin(), given.end(), [&](const ArgInfo* g) {
-    return g && (g->flows || g->params || g->path_params || path_flows(*g) || absolute(g));
-  });
-  if (!relevant) {
-    if (ret) ret->params = ret->path_params = 0;  // the callee's parameters mean nothing here
-    return;
-  }
-  // A call that gives the function what an earlier one gave it (by kind, not by value) meets its
-  // calls again with the same result: once per function and kind of arguments is enough.
-  std::string seen = fn;
-  for (const ArgInfo* g : given) {
-    seen += '\x1f';
-    if (!g) continue;
-    seen += std::to_string(g->flows) + ',' + std::to_string(g->params) + ',' + std::to_string(g->path_params) + ',' +
-            std::to_string(path_flows(*g));
-    if (absolute(g)) seen += g->text.substr(0, kMaxParamCallText);
-  }
-  const bool replayed = applied_.count(seen) != 0;
-  if (!replayed && applied_.size() < kMaxSymbols) applied_.insert(seen);
-  // What a value built from the callee's parameters is here.
-  auto here = [&](const ArgInfo& v) {
-    ArgInfo r;
-    for (size_t i = 0; i < given.size() && i < 32; ++i) {
-      if (!given[i]) continue;
-      if ((v.params >> i) & 1u) carry_flow(r, *given[i]);
-      // A file the function reads, named here: what it holds is host data when the path is.
-      if ((v.path_params >> i) & 1u) {
-        mark_flow(r, path_flows(*given[i]), f.line);
-        r.path_params |= given[i]->params;
-      }
-    }
-    return r;
-  };
-  if (ret && (ret->params || ret->path_params)) {
-    const ArgInfo r = here(*ret);
-    // `def under(root): return os.path.join(root, "doc")` called with "/usr": the path it
-    // builds starts there (each item of a list it builds, too).
-    if (std::has_single_bit(ret->params) && !ret->path_params) {
-      const size_t i = static_cast<size_t>(std::countr_zero(ret->params));
-      if (i < given.size() && absolute(given[i]) && given[i]->kind != Kind::container)
-        ret->text = rebased(ret->text, given[i]->text);
-    }
-    ret->params = ret->path_params = 0;
-    carry_flow(*ret, r);
-  }
-  const auto calls = summaries_.find(fn);
-  if (calls == summaries_.end() || replayed) return;
-  // By index, each entry copied: a function calling itself adds to the summary being read.
-  const size_t n = calls->second.size();
-  for (size_t k = 0; k < n; ++k) {
-    ParamCall c = summaries_.find(fn)->second[k];
-    std::vector<ArgInfo>& args = c.args;
-    bool flows = false;
-    for (auto& a : args) {
-      // The parameter itself, given an absolute path here: the path stands in its place.
-      if (is_name_kind(a.kind) && std::has_single_bit(a.params) && !a.path_params) {
-        const size_t i = static_cast<size_t>(std::countr_zero(a.params));
-        if (i < given.size() && absolute(given[i]) && given[i]->kind != Kind::name) {
-          std::string kw = std::move(a.keyword);
-          a = *given[i];
-          a.keyword = std::move(kw);
-          flows = true;
-          continue;
-        }
-      }
-      // A path built on the parameter (os.path.join(prefix, "man")): built on that path here.
-      if (std::has_single_bit(a.params) && !a.path_params && a.text.starts_with("{}") &&
-          (a.kind == Kind::string || a.kind == Kind::container)) {
-        const size_t i = static_cast<size_t>(std::countr_zero(a.params));
-        if (i < given.size() && absolute(given[i]) && given[i]->kind != Kind::container) {
-          a.text = rebased(a.text, given[i]->text);
-          flows = true;
-        }
-      }
-      const ArgInfo r = here(a);
-      a.params = a.path_params = 0;
-      carry_flow(a, r);
-      flows |= a.flows != 0;
-    }
-    if (flows) sink_.on_call(CallEvent{c.qual, c.line, args, false, false, depth_ > 0});
-    note_param_call(c.qual, args, c.line);  // a function that passes its own parameters on
-  }
 }
 
 }  // namespace detail

@@ -1,6 +1,8 @@
-// Analyzer internals shared by analyzer.cpp (tokens, statements, blocks, imports), analyzer_iter.cpp
-// (names bound by loops and classes), analyzer_values.cpp (bracket frames and the values that
-// subscripts and containers produce) and analyzer_calls.cpp (calls and the values they return).
+// Analyzer internals shared by analyzer.cpp (tokens, statements, blocks), analyzer_imports.cpp,
+// analyzer_iter.cpp (names bound by loops, comprehensions and classes), analyzer_values.cpp
+// (bracket frames and the values that subscripts and containers produce), analyzer_calls.cpp
+// (calls and the values they return), analyzer_flows.cpp (where host data and system paths go)
+// and analyzer_returns.cpp (the file's own functions: returns and summaries).
 #pragma once
 
 #include <cstdint>
@@ -51,6 +53,9 @@ struct Frame {
   bool flag_chain = false;  // cur is NAME | NAME ...
   uint32_t key_mask = 0;     // brace: which args are a dict's keys (bit i: args[i])
   std::string receiver;      // call of NAME.method: NAME (see Primary::receiver)
+  // A comprehension's names, bound when its bracket opened (see prebind_comprehension): what
+  // they were bound to before, restored when it closes.
+  std::vector<std::pair<std::string, std::optional<ArgInfo>>> comp_saved;
 };
 
 // The items of a list, tuple, set or dict literal (keys: the items, or a dict's keys).
@@ -143,6 +148,9 @@ void mark_flow(ArgInfo& v, uint8_t flows, uint32_t line);
 // The host data a read of this argument's path (or of any of its items or values) gives.
 uint8_t path_flows(const ArgInfo& a);
 void carry_flow(ArgInfo& to, const ArgInfo& from);
+// A call whose value is still a path under the path it is given (join, Path, glob, walk, open,
+// sorted ...), so that flow_system passes through it.
+bool keeps_system_path(std::string_view qual);
 
 class Analyzer {
  public:
@@ -294,6 +302,13 @@ class Analyzer {
   void taint_name(const std::string& name, const ArgInfo& in);
   // shutil.copy(SRC, DST) of host data: DST holds it (a later read of DST is a read of SRC).
   void note_copy(std::string_view qual, const std::vector<ArgInfo>& args);
+  // An object of the file's own class made (local:C(...)) or a method of such a class called on
+  // one (state.paths()): it keeps what it was given, and gives it back.
+  bool own_holder(std::string_view qual) const;
+  // parser.add_argument("--root", default="/var/log"): see arg_defaults_.
+  void note_arg_default(std::string_view qual, const std::vector<ArgInfo>& args);
+  // `args.root` of such an option: the unknown value or the default (nullopt: no default known).
+  std::optional<ArgInfo> arg_default_value(const ArgInfo& name, uint32_t line) const;
   // Host data written to the file opened for writing last: a later read of it reads that data.
   void note_written(uint8_t flows);
   // A def header's parameters (`param_next_`: the next name is one), bound at the body's start
@@ -317,6 +332,9 @@ class Analyzer {
 
   // A finished subscript and its value (analyzer_values.cpp).
   ArgInfo close_subscript(Frame& f);
+
+  // What a `return`, `yield` or lambda body statement gives its function (analyzer_returns.cpp).
+  void note_return(const Frame& s);
 
   // ---- statements --------------------------------------------------------------------------
   // `suite_continues`: a ';' inside a one-line suite (`while 1: os.fork(); break`).
@@ -354,6 +372,11 @@ class Analyzer {
   void bind_loop_targets();
   // Or, over no literal, the paths the iterated value lists (a call of the file's own function).
   void bind_loop_to_value(const ArgInfo& iter);
+  // `[open(p).read() for p in PATHS]`: the element comes before its `for`, so at the bracket the
+  // tokens ahead are read for `for NAMES in ITERABLE` and the names bound as a `for` statement
+  // binds them, until the bracket closes (restore_comprehension).
+  void prebind_comprehension(Frame& f);
+  void restore_comprehension(Frame& f);
 
   // `name += value`: a string grows (folded when the piece is a constant), anything else is
   // no longer the constant it was bound to.
@@ -387,6 +410,10 @@ class Analyzer {
   size_t lambda_kwargs_ = kNoKwargs;         // of the lambda being read
   std::unordered_set<std::string, NameHash, std::equal_to<>> applied_;  // see apply_summary
   std::unordered_map<std::string, uint8_t, NameHash, std::equal_to<>> copied_;  // see note_copy
+  // The file's classes ("local:C").
+  std::unordered_set<std::string, NameHash, std::equal_to<>> classes_;
+  // argparse options whose default is a path, by dest: `args.root` is that path unless given.
+  std::unordered_map<std::string, std::string, NameHash, std::equal_to<>> arg_defaults_;
   std::string last_write_path_;
   std::vector<std::string> def_params_;
   std::vector<std::string> def_defaults_;
@@ -405,6 +432,8 @@ class Analyzer {
   bool doc_referenced_ = false;
 
   // Text state.
+  const Tokenizer* tok_ = nullptr;     // the text's tokenizer, copied to read ahead
+  uint64_t lookahead_budget_ = 0;      // tokens prebind_comprehension may still read (per file)
   uint32_t origin_line_ = 0;
   uint32_t depth_ = 0;
   std::vector<Frame> frames_;

@@ -3,6 +3,7 @@
 // and `for path, value in SETTINGS.items(): open(path, "w")` as a write of every key. A name
 // that can hold several values holds them all, joined by kAlternative; a rule's argument test
 // passes when any one of them passes it (rules.cpp).
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -185,8 +186,13 @@ void Analyzer::bind_loop_targets() {
   if (skip) symbols_.erase(for_targets_[0]);
   for (size_t i = 0; i < n; ++i) {
     const std::string& name = for_targets_[skip + i];
-    if (!known || values[i].empty()) symbols_.erase(name);
-    else bind(name, alternatives(values[i]));
+    if (!known || values[i].empty()) {
+      symbols_.erase(name);
+      continue;
+    }
+    ArgInfo v = alternatives(values[i]);
+    mark_flow(v, system_path_flow(v.text), stmt_line_);
+    bind(name, v);
   }
 }
 
@@ -215,7 +221,84 @@ void Analyzer::bind_loop_to_value(const ArgInfo& iter) {
   if (values.empty()) return;
   ArgInfo v = alternatives(values);
   carry_flow(v, iter);
+  mark_flow(v, system_path_flow(v.text), stmt_line_);
   bind(for_targets_[0], v);
+}
+
+void Analyzer::prebind_comprehension(Frame& f) {
+  if (!tok_ || lookahead_budget_ == 0) return;
+  Tokenizer ahead = *tok_;
+  int depth = 0;
+  int phase = 0;  // 0: the element, 1: the names after `for`, 2: the iterable after `in`
+  std::vector<std::string> names;
+  std::string sig;
+  for (size_t n = 0; n < 512; ++n) {
+    if (lookahead_budget_ == 0) return;
+    --lookahead_budget_;
+    const Token t = ahead.next();
+    if (t.kind == TokKind::end || t.kind == TokKind::newline) return;
+    if (t.kind == TokKind::nl || t.kind == TokKind::comment) continue;
+    const bool op = t.kind == TokKind::op;
+    if (op && (t.text == "(" || t.text == "[" || t.text == "{")) {
+      ++depth;
+    } else if (op && (t.text == ")" || t.text == "]" || t.text == "}")) {
+      if (depth == 0) break;
+      --depth;
+    } else if (depth == 0 && t.kind == TokKind::name && phase == 0 && t.text == "for") {
+      phase = 1;
+      continue;
+    } else if (depth == 0 && t.kind == TokKind::name && phase == 1 && t.text == "in") {
+      phase = 2;
+      continue;
+    } else if (depth == 0 && t.kind == TokKind::name && phase == 2 &&
+               (t.text == "if" || t.text == "for" || t.text == "async")) {
+      break;
+    }
+    if (phase == 1) {
+      if (t.kind == TokKind::name && !is_keyword(t.text) && names.size() < 4) names.emplace_back(t.text);
+      else if (!op || (t.text != "," && t.text != "(" && t.text != ")" && t.text != "[" && t.text != "]")) return;
+    } else if (phase == 2) {
+      sig += t.kind == TokKind::name || op ? t.text : std::string_view("$");
+      if (sig.size() > 96) return;
+    }
+  }
+  // A literal iterable is not read here (its items are not known yet): only names of tables.
+  if (phase != 2 || names.empty() || sig.empty() || sig[0] == '[' || sig[0] == '(' || sig[0] == '{') return;
+  for (const auto& n : names) {
+    const auto it = symbols_.find(n);
+    f.comp_saved.emplace_back(n, it == symbols_.end() ? std::nullopt : std::optional<ArgInfo>(it->second));
+  }
+  std::swap(for_targets_, names);
+  std::swap(for_iter_sig_, sig);
+  const bool targets_ok = std::exchange(for_targets_ok_, true);
+  const bool items_set = std::exchange(stmt_items_set_, false);
+  bind_loop_targets();
+  // What the iterated name carries, each item carries (as for a `for` statement).
+  std::string_view s = for_iter_sig_;
+  for (std::string_view fn : {"enumerate", "sorted", "reversed", "list", "tuple", "set", "iter"})
+    if (unwrap(s, fn)) break;
+  for (std::string_view suffix : {".items()", ".values()", ".keys()"})
+    if (s.ends_with(suffix)) s.remove_suffix(suffix.size());
+  if (is_identifier(s) || (s.starts_with("self.") && is_identifier(s.substr(5)))) {
+    const ArgInfo iter = resolve(s);
+    if (iter.flows || iter.params || iter.path_params)
+      for (const auto& name : for_targets_) {
+        ArgInfo v = resolve(name);
+        carry_flow(v, iter);
+        bind(name, v);
+      }
+  }
+  std::swap(for_targets_, names);
+  std::swap(for_iter_sig_, sig);
+  for_targets_ok_ = targets_ok;
+  stmt_items_set_ = items_set;
+}
+
+void Analyzer::restore_comprehension(Frame& f) {
+  for (auto& [name, value] : f.comp_saved) {
+    if (value) symbols_[name] = std::move(*value);
+    else symbols_.erase(name);
+  }
 }
 
 // `[k for k in os.environ if ...]` walks the whole environment, as a `for` statement over it does.

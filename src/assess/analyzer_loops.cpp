@@ -67,8 +67,11 @@ void Analyzer::mark_exit(bool is_return) {
 // a connection, a datagram, a line. Such a loop is a server or a consumer (CallEvent::waiting_loop).
 void Analyzer::note_wait(std::string_view qual) {
   const bool awaited = std::exchange(await_pending_, false) && qual != "asyncio.sleep";
+  // A parent that waits for its child each pass (os.waitpid) runs one at a time.
   if (!awaited && qual != "input" && !qual.ends_with(".accept") && !qual.ends_with(".recv") &&
-      !qual.ends_with(".recvfrom") && !qual.ends_with(".recv_into") && !qual.ends_with(".readline"))
+      !qual.ends_with(".recvfrom") && !qual.ends_with(".recv_into") && !qual.ends_with(".readline") &&
+      qual != "os.waitpid" && qual != "os.wait" && qual != "os.wait3" && qual != "os.wait4" &&
+      qual != "multiprocessing.Process().join")
     return;
   for (auto it = blocks_.rbegin(); it != blocks_.rend() && it->kind != BlockKind::function; ++it)
     if (it->kind == BlockKind::loop) {

@@ -55,11 +55,13 @@ void Analyzer::flush() {
     sink_.on_reference(p.val.text, p.line);
     // The environment as a value (json.dumps(os.environ), {"env": os.environ}): all of it.
     if (p.val.text == "os.environ" || p.val.text == "os.environb") mark_flow(p.val, flow_environ, p.line);
+    if (auto d = arg_default_value(p.val, p.line)) p.val = std::move(*d);
   } else if (p.val.kind == Kind::string && !p.method.empty()) {
     p.val.dynamic = true;  // an unread attribute of a string: 'x'.upper
-  } else if (p.val.kind == Kind::string && !bare_strings_ && p.pieces > 0) {
+  } else if (p.val.kind == Kind::string && p.pieces > 0) {
     // Literals only: a name that holds a string was read when it was bound.
-    on_string_value(p.val, p.line, p.pieces > 1);
+    if (!bare_strings_) on_string_value(p.val, p.line, p.pieces > 1);
+    mark_flow(p.val, system_path_flow(p.val.text), p.line);
   }
   Frame& f = frames_.back();
   last_flushed_single_ = f.cur.kind == Kind::none && !p.raw_name.empty();
@@ -76,6 +78,9 @@ void Analyzer::to_expr(ArgInfo& a) {
 
 void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
   ArgInfo& c = f.cur;
+  // `rootdir + "/var/lib/dpkg/status"` is a path under rootdir: a system path only when the value
+  // starts as one.
+  if (c.kind != Kind::none && !(c.flows & flow_system)) v.flows &= static_cast<uint8_t>(~flow_system);
   if (c.kind == Kind::none) {
     std::string kw = std::move(c.keyword);
     const bool dyn = c.dynamic;
@@ -152,6 +157,7 @@ void Analyzer::close_frame() {
   if (frames_.size() <= 1) return;  // a stray closer
   Frame f = std::move(frames_.back());
   frames_.pop_back();
+  restore_comprehension(f);
   // An f-string collects its text in cur; its fields report into it directly.
   if (f.kind != FrameKind::fstring) finish_arg(f);
   if (f.kind == FrameKind::call)
@@ -176,6 +182,11 @@ void Analyzer::close_frame() {
     carry_flow(carried, base);
   }
   for (const auto& a : f.args) carry_flow(carried, a);
+  // A system path stays one through what builds, finds or opens paths; any other call (a string
+  // method, a count, the file's own function, whose summary maps it) makes something else of it.
+  if (f.kind == FrameKind::call && (carried.flows & flow_system) && is_name_kind(f.callee.kind) &&
+      !keeps_system_path(detail::canonical(f.callee.text)) && !own_holder(detail::canonical(f.callee.text)))
+    carried.flows &= static_cast<uint8_t>(~flow_system);
   if (f.kind == FrameKind::call && !f.receiver.empty()) mutate_receiver(f);
   Primary result;
   result.active = true;
@@ -207,6 +218,7 @@ void Analyzer::close_frame() {
     case FrameKind::fstring: {
       result.val = ArgInfo{{}, Kind::string, std::move(f.cur.text), f.cur.dynamic, false, f.cur.decoded};
       carry_flow(result.val, f.cur);
+      mark_flow(result.val, system_path_flow(result.val.text), f.line);
       // The string rules read it with "{}" where its fields are: f"{a}:{b}" is no "::".
       if (!result.val.text.empty()) {
         if (bare_strings_) deferred_strings_.emplace_back(f.method, f.line);
@@ -397,6 +409,7 @@ void Analyzer::on_header_colon() {
   if (header_ == Header::def_ && !def_is_function_ && !class_header_.empty()) {
     b.class_body = true;
     b.name = "local:" + class_header_;
+    if (classes_.size() < kMaxSymbols) classes_.insert(b.name);
   }
   header_block_ = std::move(b);
 }

@@ -288,7 +288,10 @@ void RuleEngine::on_call(const CallEvent& call) {
       if (!args_match(r.args, call.args)) continue;
       // A rule on where data goes names where it came from.
       if (const uint32_t from = flow_source_line(r.args, call.args)) {
-        fire(k, call.line, detail + ", data read at line " + std::to_string(from));
+        // flow_system follows a path, not data read.
+        const bool path = std::all_of(r.args.begin(), r.args.end(),
+                                      [](const ArgCondition& c) { return !c.flows || c.flows == flow_system; });
+        fire(k, call.line, detail + (path ? ", path from line " : ", data read at line ") + std::to_string(from));
         continue;
       }
     } else if (r.not_called) {

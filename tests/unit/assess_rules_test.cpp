@@ -153,6 +153,14 @@ TEST(AssessBlocked, ForkBombsNeedAnUnboundedLoop) {
   EXPECT_FALSE(has(run("import os\ndef f(n):\n    if n == 0:\n        return\n    os.fork()\n    f(n - 1)\n"), "SR-PROC-020"));
   // A function defined in a loop body is not the loop body.
   EXPECT_FALSE(has(run("import os\nwhile True:\n    def f():\n        os.fork()\n    break\n"), "SR-PROC-020"));
+  // The child's os._exit does not end the parent's loop; a parent that waits for each child does.
+  EXPECT_TRUE(has(run("import os\nwhile True:\n    pid = os.fork()\n    if pid == 0:\n        work()\n        os._exit(0)\n"),
+                  "SR-PROC-020"));
+  EXPECT_FALSE(has(run("import os\nwhile True:\n    pid = os.fork()\n    if pid == 0:\n        work()\n        os._exit(0)\n"
+                       "    os.waitpid(pid, 0)\n"),
+                   "SR-PROC-020"));
+  EXPECT_FALSE(has(run("import multiprocessing as mp\nwhile True:\n    p = mp.Process(target=f)\n    p.start()\n    p.join()\n"),
+                   "SR-PROC-020"));
 }
 
 TEST(AssessBlocked, KernelAndNamespaceEscapes) {
