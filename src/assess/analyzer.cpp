@@ -148,6 +148,7 @@ void Analyzer::on_token(const Token& t) {
   if (fresh && !suite_on_line_) header_block_.reset();  // no INDENT came for it
   if (fresh) {
     stmt_line_ = line;
+    decorator_ = t.kind == TokKind::op && t.text == "@";
     if (t.kind == TokKind::name && (t.text == "import" || t.text == "from")) {
       import_mode_ = true;
       import_tokens_.assign(1, std::string(t.text));
@@ -249,12 +250,18 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     if (prim_.attrs < 3) ++prim_.attrs;
     append_capped(prim_.val.text, ".", kMaxQual);
     append_capped(prim_.val.text, name, kMaxQual);
-    // `self.run` is a name of its own: `self.run = os.system` binds it, as `run = ...` would.
-    if (prim_.raw_name == "self") prim_.raw_name = "self." + std::string(name);
+    // `self.run` is a name of its own: `self.run = os.system` binds it, as `run = ...` would;
+    // so is `profile.raw = ...` on an object of the program's (a module's attribute is not).
+    if (prim_.raw_name == "self" || (prim_.attrs == 1 && !prim_.raw_name.empty() &&
+                                     prim_.raw_name.find('.') == std::string::npos && !modules_.count(prim_.raw_name)))
+      prim_.raw_name += "." + std::string(name);
     else prim_.raw_name.clear();
     // An attribute the file assigned: `self.run = os.system`, a class's `cmd = "rm -rf /"`.
     if (dotted_symbols_) {
-      if (auto it = symbols_.find(prim_.val.text); it != symbols_.end()) {
+      if (auto raw = prim_.raw_name.starts_with("self.") ? symbols_.end() : symbols_.find(prim_.raw_name);
+          raw != symbols_.end()) {
+        prim_.val = raw->second;
+      } else if (auto it = symbols_.find(prim_.val.text); it != symbols_.end()) {
         prim_.val = it->second;
       } else if (std::string_view q = prim_.val.text; q.starts_with("local:") && q.find("().") != std::string_view::npos) {
         // obj.attr where obj = local:Cls(): what the class's methods set as self.attr.
@@ -487,6 +494,7 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
       (top.cur.text[0] == '/' || top.cur.text[0] == '~')) {
     append_capped(top.cur.text, "/", kMaxText);
     top.after_plus = true;
+    top.path_join = true;
     return;
   }
   if (frames_.size() == 1 && top.kind == FrameKind::statement) {
@@ -520,6 +528,9 @@ void Analyzer::end_statement(bool suite_continues) {
       report_call("<grow>", {}, stmt_line_);
     Frame& s = frames_.back();
     finish_arg(s);
+    // `@staticmethod` (among the decorators before a def): its calls through self give no self.
+    if (decorator_ && s.args.size() == 1 && s.args[0].text == "staticmethod") static_pending_ = true;
+    else if (!decorator_ && header_ != Header::def_) static_pending_ = false;
     if (!aug_target_.empty() && targets_.empty() && s.args.size() == 1) augment(s.args[0]);
     note_return(s);
     if (unpack_.size() > 1) {
@@ -538,8 +549,22 @@ void Analyzer::end_statement(bool suite_continues) {
       }
     }
     if (!targets_.empty()) {
-      ArgInfo value = s.args.size() == 1 ? s.args[0] : container(s.args);
+      const ArgInfo assigned = s.args.size() == 1 ? s.args[0] : container(s.args);
       for (const auto& t : targets_) {
+        ArgInfo value = assigned;
+        // `self.root = root` in __init__: every other method reaches it through its own self
+        // (parameter 0), and a call of one of them gives that self as the receiver, which holds
+        // what the constructor was given.
+        if (t.starts_with("self.") && (value.params || value.path_params)) {
+          if (value.params) value.params = 1;
+          if (value.path_params) value.path_params = 1;
+        }
+        // `profile.raw = f.read()`: the object holds it too (returned or sent as a whole).
+        if (const size_t dot = t.find('.'); dot != std::string::npos && !t.starts_with("self.") && value.flows) {
+          ArgInfo o = resolve(std::string_view(t).substr(0, dot));
+          carry_flow(o, value);
+          bind(t.substr(0, dot), o);
+        }
         // Computed strings keep their constant pieces: a path or command built in steps
         // still reaches the call that uses it.
         // A tuple keeps its text too: LISTEN = ("", 5140) reaches bind(LISTEN).

@@ -222,10 +222,23 @@ std::optional<OwnCall> own_call(std::string_view qual) {
   return std::nullopt;
 }
 
+std::optional<OwnCall> Analyzer::own_method(std::string_view qual) const {
+  if (auto own = own_call(qual)) return own;
+  const size_t dot = qual.find('.');
+  if (dot == std::string_view::npos || qual.find_first_of(".()[", dot + 1) != std::string_view::npos) return std::nullopt;
+  const std::string_view recv = qual.substr(0, dot);
+  if (modules_.count(recv)) return std::nullopt;
+  if (const auto it = symbols_.find(recv); it != symbols_.end() && !(is_name_kind(it->second.kind) && it->second.text == recv))
+    return std::nullopt;
+  std::string name = "local:" + std::string(qual.substr(dot + 1));
+  if (!params_of_.count(name) || classes_.empty()) return std::nullopt;
+  return OwnCall{std::move(name), true};
+}
+
 const ArgInfo* Analyzer::own_return_value(const std::string& qual_text, const std::vector<ArgInfo>& args,
                                           uint32_t line) {
   if (qual_text.starts_with("local:")) check_fragments(args, line);  // _lookup("set", "uid")
-  if (const auto own = own_call(qual_text))
+  if (const auto own = own_method(qual_text))
     if (auto it = returns_.find(own->name + "()"); it != returns_.end()) return &it->second;
   return nullptr;
 }

