@@ -529,8 +529,14 @@ void Analyzer::end_statement(bool suite_continues) {
     Frame& s = frames_.back();
     finish_arg(s);
     // `@staticmethod` (among the decorators before a def): its calls through self give no self.
-    if (decorator_ && s.args.size() == 1 && s.args[0].text == "staticmethod") static_pending_ = true;
-    else if (!decorator_ && header_ != Header::def_) static_pending_ = false;
+    if (decorator_ && s.args.size() == 1 && s.args[0].text == "staticmethod") {
+      static_pending_ = true;
+    } else if (decorator_ && s.args.size() == 1 && s.args[0].kind == Kind::name && s.args[0].text.starts_with("local:")) {
+      if (decorators_pending_.size() < 8) decorators_pending_.push_back(s.args[0].text);
+    } else if (!decorator_ && header_ != Header::def_) {
+      static_pending_ = false;
+      decorators_pending_.clear();
+    }
     if (!aug_target_.empty() && targets_.empty() && s.args.size() == 1) augment(s.args[0]);
     note_return(s);
     if (unpack_.size() > 1) {

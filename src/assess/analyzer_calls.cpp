@@ -82,6 +82,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
   if (const ArgInfo* v = own_return_value(qual_text, f.args, f.line)) {
     ArgInfo r = *v;
     apply_summary(qual, f, &r);
+    carry_decorated(qual, r);
     return r;
   }
   apply_summary(qual, f, nullptr);
@@ -93,6 +94,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
   }
   ArgInfo v = named_call_value(f, qual_text, decoded_args);
   mark_read_source(qual, f.args, v, f.line, &f.callee);
+  carry_decorated(qual, v);
   return v;
 }
 

@@ -306,6 +306,9 @@ class Analyzer {
   // own_call(), and `c.collect()` on a name that holds nothing known (a loop's item, a
   // parameter) when the file's classes define `collect`: that method.
   std::optional<OwnCall> own_method(std::string_view qual) const;
+  // A call of a def decorated by the file's own decorators: `value` carries what their inner
+  // functions return.
+  void carry_decorated(std::string_view qual, ArgInfo& value) const;
   // An object of the file's own class made (local:C(...)) or a method of such a class called on
   // one (state.paths()): it keeps what it was given, and gives it back.
   bool own_holder(std::string_view qual) const;
@@ -417,6 +420,11 @@ class Analyzer {
   // Methods declared @staticmethod ("local:m"): a call through an object gives them no self.
   std::unordered_set<std::string, NameHash, std::equal_to<>> static_methods_;
   bool static_pending_ = false;  // a @staticmethod decorator was read; the next def takes it
+  // `@with_context` (a function of the file) before a def: a call of the def runs the wrapper
+  // the decorator defines inside it, so it gives what that wrapper returns too.
+  std::vector<std::string> decorators_pending_;
+  std::unordered_map<std::string, std::vector<std::string>, NameHash, std::equal_to<>> decorated_;
+  std::unordered_map<std::string, std::vector<std::string>, NameHash, std::equal_to<>> inner_;
   bool decorator_ = false;       // the statement being read is a decorator
   // The file's classes ("local:C").
   std::unordered_set<std::string, NameHash, std::equal_to<>> classes_;

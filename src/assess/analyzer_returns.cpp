@@ -51,6 +51,19 @@ ParamCall param_call(const std::string& qual, const std::vector<ArgInfo>& args, 
 
 }  // namespace
 
+void Analyzer::carry_decorated(std::string_view qual, ArgInfo& value) const {
+  if (decorated_.empty() || !qual.starts_with("local:")) return;
+  const auto d = decorated_.find(qual);
+  if (d == decorated_.end()) return;
+  for (const auto& decorator : d->second) {
+    const auto in = inner_.find(decorator);
+    if (in == inner_.end()) continue;
+    for (const auto& wrapper : in->second)
+      if (const auto r = returns_.find(wrapper + "()"); r != returns_.end())
+        mark_flow(value, r->second.flows, r->second.flow_line);  // its parameters mean nothing here
+  }
+}
+
 void Analyzer::note_return(Frame& s) {
   const std::string returned = !return_fn_.empty() ? return_fn_
                                : lambda_state_ == 2 && !lambda_fn_.empty() ? lambda_fn_ + "()"

@@ -421,6 +421,16 @@ void Analyzer::on_header_colon() {
   if (b.kind == BlockKind::function && static_pending_ && static_methods_.size() < kMaxSymbols)
     static_methods_.insert(b.name);
   static_pending_ = false;
+  if (b.kind == BlockKind::function && decorated_.size() < kMaxSymbols) {
+    if (!decorators_pending_.empty()) decorated_[b.name] = std::move(decorators_pending_);
+    // A def inside a function (a decorator's wrapper): what the outer one may hand out.
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
+      if (it->kind == BlockKind::function) {
+        if (auto& in = inner_[it->name]; in.size() < 8) in.push_back(b.name);
+        break;
+      }
+  }
+  decorators_pending_.clear();
   header_block_ = std::move(b);
 }
 

