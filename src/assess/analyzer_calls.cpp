@@ -78,6 +78,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
   note_param_call(qual_text, f.args, f.line);
   note_copy(qual, f.args);
   note_arg_default(qual, f.args);
+  run_callable_argument(qual, f);
   path_method_of_value(f, qual);
   if (const ArgInfo* v = own_return_value(qual_text, f.args, f.line)) {
     ArgInfo r = *v;

@@ -306,6 +306,10 @@ class Analyzer {
   // own_call(), and `c.collect()` on a name that holds nothing known (a loop's item, a
   // parameter) when the file's classes define `collect`: that method.
   std::optional<OwnCall> own_method(std::string_view qual) const;
+  // threading.Thread(target=f, args=...), executor.submit(f, ...), run_in_executor(None, f, ...),
+  // map(f, items): f is a function of the file's own called with those arguments, so its
+  // summary meets them.
+  void run_callable_argument(std::string_view qual, const Frame& f);
   // A call of a def decorated by the file's own decorators: `value` carries what their inner
   // functions return.
   void carry_decorated(std::string_view qual, ArgInfo& value) const;
@@ -416,6 +420,7 @@ class Analyzer {
   size_t def_kwargs_ = kNoKwargs;            // of the def being read
   size_t lambda_kwargs_ = kNoKwargs;         // of the lambda being read
   std::unordered_set<std::string, NameHash, std::equal_to<>> applied_;  // see apply_summary
+  uint32_t callback_depth_ = 0;  // apply_summary calling itself for a parameter given a function
   std::unordered_map<std::string, uint8_t, NameHash, std::equal_to<>> copied_;  // see note_copy
   // Methods declared @staticmethod ("local:m"): a call through an object gives them no self.
   std::unordered_set<std::string, NameHash, std::equal_to<>> static_methods_;

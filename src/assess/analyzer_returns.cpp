@@ -51,6 +51,41 @@ ParamCall param_call(const std::string& qual, const std::vector<ArgInfo>& args, 
 
 }  // namespace
 
+void Analyzer::run_callable_argument(std::string_view qual, const Frame& f) {
+  if (summaries_.empty() || callback_depth_ >= 4) return;
+  const std::string_view m = qual.substr(qual.rfind('.') + 1);
+  const bool thread = qual == "threading.Thread" || qual == "multiprocessing.Process" || qual == "threading.Timer";
+  const bool submit = m == "submit" || m == "to_thread" || m == "apply_async" || m == "run_in_executor" ||
+                      m == "start_new_thread" || qual == "map" || m == "map" || m == "imap" || m == "imap_unordered" ||
+                      m == "starmap";
+  if (!thread && !submit) return;
+  Frame call;
+  call.kind = FrameKind::call;
+  call.line = f.line;
+  const ArgInfo* fn = nullptr;
+  size_t positional = 0;
+  for (const auto& a : f.args) {
+    if (thread) {
+      if (a.keyword == "target") fn = &a;
+      // args=(q, PATTERN): the tuple's items are not kept apart; each parameter gets what it carries.
+      else if (a.keyword == "args" || a.keyword == "kwargs") call.args.assign(4, a);
+      continue;
+    }
+    if (!a.keyword.empty()) continue;
+    // run_in_executor(None, fn, ...): the executor comes first.
+    const size_t fn_at = m == "run_in_executor" ? 1 : 0;
+    if (positional == fn_at) fn = &a;
+    else if (positional > fn_at) call.args.push_back(a);
+    ++positional;
+  }
+  if (!fn || !is_name_kind(fn->kind) || !own_method(fn->text)) return;
+  for (auto& a : call.args) a.keyword.clear();
+  call.callee = *fn;
+  ++callback_depth_;
+  apply_summary(fn->text, call, nullptr);
+  --callback_depth_;
+}
+
 void Analyzer::carry_decorated(std::string_view qual, ArgInfo& value) const {
   if (decorated_.empty() || !qual.starts_with("local:")) return;
   const auto d = decorated_.find(qual);
@@ -244,6 +279,22 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
     }
     if (flows) sink_.on_call(CallEvent{c.qual, c.line, args, false, false, depth_ > 0});
     note_param_call(c.qual, args, c.line);  // a function that passes its own parameters on
+    // `consume(data)` where consume is a parameter given a function of the file's own
+    // (run_job(backup.snapshot, backup.upload)): that function's summary meets the data.
+    if (!flows || callback_depth_ >= 4) continue;
+    const auto& names_here = names->second;
+    const auto pos = std::find(names_here.begin(), names_here.end(), c.qual);
+    if (pos == names_here.end()) continue;
+    const ArgInfo* cb = given[static_cast<size_t>(pos - names_here.begin())];
+    if (!cb || !is_name_kind(cb->kind) || !own_method(cb->text)) continue;
+    Frame call;
+    call.kind = FrameKind::call;
+    call.line = c.line;
+    call.callee = *cb;
+    call.args = std::move(args);
+    ++callback_depth_;
+    apply_summary(cb->text, call, nullptr);
+    --callback_depth_;
   }
 }
 

@@ -56,6 +56,12 @@ void Analyzer::flush() {
     // The environment as a value (json.dumps(os.environ), {"env": os.environ}): all of it.
     if (p.val.text == "os.environ" || p.val.text == "os.environb") mark_flow(p.val, flow_environ, p.line);
     if (auto d = arg_default_value(p.val, p.line)) p.val = std::move(*d);
+    // A function of the file's own passed as a value (a callback, `backup.snapshot`): whoever
+    // calls it gets what it returns.
+    if (!returns_.empty() && (p.val.text.starts_with("local:") || p.val.text.find('.') != std::string::npos))
+      if (const auto own = own_method(p.val.text))
+        if (const auto r = returns_.find(own->name + "()"); r != returns_.end())
+          mark_flow(p.val, r->second.flows, r->second.flow_line);
   } else if (p.val.kind == Kind::string && !p.method.empty()) {
     p.val.dynamic = true;  // an unread attribute of a string: 'x'.upper
   } else if (p.val.kind == Kind::string && p.pieces > 0) {

