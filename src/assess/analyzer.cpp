@@ -232,7 +232,11 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     }
     param_next_ = false;
   }
-  if (name == "__doc__") doc_referenced_ = true;
+  // A docstring may hold code that exec(__doc__) runs; ArgumentParser(description=__doc__) shows it.
+  if (name == "__doc__") {
+    const std::string_view kw = frames_.back().cur.keyword;
+    if (kw != "description" && kw != "epilog" && kw != "usage" && kw != "help") doc_referenced_ = true;
+  }
   if (was_dot && prim_.active) {
     if (prim_.val.kind == Kind::string) {
       prim_.method.assign(name);
@@ -268,6 +272,10 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
         if (auto own = symbols_.find("self." + std::string(name)); own != symbols_.end()) prim_.val = own->second;
       }
     }
+    // args.root of an option with a path default; os.sep.
+    if (auto d = arg_default_value(prim_.val, line)) prim_.val = std::move(*d);
+    else if (name == "sep" && (prim_.val.text == "os.sep" || prim_.val.text == "os.path.sep"))
+      prim_.val = ArgInfo{{}, Kind::string, "/"};
     return;
   }
   if (frames_.size() == 1 && ((!targets_.empty() && name == targets_[0]) || name == aug_target_)) ++self_refs_;
@@ -385,7 +393,7 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   if (c == ':' && header_ == Header::for_ && !header_colon_ && frames_.size() == 1) {
     if (for_phase_ == 1) report_environ_walk();  // `for key in os.environ:`
     bind_loop_targets();
-    const ArgInfo& iter = prim_.active ? prim_.val : top.cur;
+    const ArgInfo& iter = iterated(prim_.active ? prim_.val : top.cur);
     bind_loop_to_value(iter);
     // `for line in f:` over a value that carries host data: each item carries it.
     if ((iter.flows || iter.params || iter.path_params) && for_targets_ok_)
@@ -549,9 +557,19 @@ void Analyzer::end_statement(bool suite_continues) {
                           (s.args[i].kind == Kind::string || is_name_kind(s.args[i].kind));
         // `fd, path = tempfile.mkstemp()`: each item comes from the call.
         const bool from_call = s.args.size() == 1 && s.args[0].kind == Kind::call;
-        if (item) bind(unpack_[i], s.args[i]);
-        else if (from_call) bind(unpack_[i], s.args[0]);
-        else symbols_.erase(unpack_[i]);
+        if (item) {
+          bind(unpack_[i], s.args[i]);
+        } else if (from_call) {
+          bind(unpack_[i], s.args[0]);
+        } else if (s.args.size() == 1 && (s.args[0].flows || s.args[0].params || s.args[0].path_params)) {
+          // `loadavg, mem = snapshot()` of a function returning a tuple of host data: each
+          // name carries what the tuple carries.
+          ArgInfo v{{}, Kind::expr, {}, true, false, s.args[0].decoded};
+          carry_flow(v, s.args[0]);
+          bind(unpack_[i], v);
+        } else {
+          symbols_.erase(unpack_[i]);
+        }
       }
     }
     if (!targets_.empty()) {

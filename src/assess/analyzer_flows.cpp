@@ -28,6 +28,8 @@ uint8_t flow_of_path(std::string_view path) noexcept {
       ".config/gcloud", "/run/secrets/", "serviceaccount/token"};
   for (const auto s : kSecrets)
     if (path.find(s) != std::string_view::npos) return flow_secret;
+  // The host's SSH private keys (/etc/ssh/ssh_host_ed25519_key; the .pub beside them is public).
+  if (path.find("ssh_host_") != std::string_view::npos && !path.ends_with(".pub")) return flow_secret;
   // A process's environment read through /proc (/proc/1/environ, /proc/self/environ).
   if (path.starts_with("/proc/") && path.ends_with("/environ")) return flow_environ;
   // The host's own files: system configuration and the account database, the kernel's views of
@@ -238,8 +240,13 @@ void Analyzer::note_arg_default(std::string_view qual, const std::vector<ArgInfo
       std::replace(dest.begin(), dest.end(), '-', '_');
     }
   }
-  if (def && !dest.empty() && def->kind == Kind::string && absolute_path(def->text) && !has_alternatives(def->text))
-    arg_defaults_[dest] = def->text.substr(0, kMaxSymbolText);
+  // A default path, or a list of them (action="append", nargs="*"): each item is a value.
+  if (def && !dest.empty() && (def->kind == Kind::string || def->kind == Kind::container) && names_a_path(def->text) &&
+      def->text.find(kGroup) == std::string::npos) {
+    std::string values = def->text.substr(0, kMaxSymbolText);
+    std::replace(values.begin(), values.end(), '\x1f', kAlternative);
+    arg_defaults_[dest] = std::move(values);
+  }
 }
 
 std::optional<ArgInfo> Analyzer::arg_default_value(const ArgInfo& name, uint32_t line) const {
@@ -275,7 +282,9 @@ void Analyzer::note_copy(std::string_view qual, const std::vector<ArgInfo>& args
 
 void Analyzer::path_method_of_value(const Frame& f, std::string_view qual) {
   const bool carries = (f.callee.flows & (flow_host | flow_secret | flow_system)) != 0;
-  if ((!carries && !f.callee.params) || f.receiver.empty()) return;
+  // NAME.unlink(), or a file object opened in place: open(p, "r+b").truncate(0).
+  const bool opened = f.callee.text.ends_with("open().truncate") || f.callee.text.ends_with("open().write");
+  if ((!carries && !f.callee.params) || (f.receiver.empty() && !opened)) return;
   const std::string_view m = qual.substr(qual.rfind('.') + 1);
   if (m != "unlink" && m != "rmdir" && m != "write_text" && m != "write_bytes" && m != "rename" && m != "replace" &&
       m != "chmod" && m != "open" && m != "truncate")
@@ -345,6 +354,7 @@ void Analyzer::lambda_token(const Token& t) {
 void Analyzer::bind_param(size_t i, const std::string& name, const std::string& path_default) {
   ArgInfo p{{}, path_default.empty() ? Kind::name : Kind::string, path_default.empty() ? name : path_default, true};
   p.params = 1u << i;
+  mark_flow(p, system_path_flow(path_default), stmt_line_);
   bind(name, p);
 }
 

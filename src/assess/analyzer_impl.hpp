@@ -383,6 +383,8 @@ class Analyzer {
   void bind_loop_targets();
   // Or, over no literal, the paths the iterated value lists (a call of the file's own function).
   void bind_loop_to_value(const ArgInfo& iter);
+  // What a loop over `v` gets: for an object of the file's own class, what its __iter__ yields.
+  const ArgInfo& iterated(const ArgInfo& v) const;
   // `[open(p).read() for p in PATHS]`: the element comes before its `for`, so at the bracket the
   // tokens ahead are read for `for NAMES in ITERABLE` and the names bound as a `for` statement
   // binds them, until the bracket closes (restore_comprehension).

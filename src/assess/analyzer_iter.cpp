@@ -225,6 +225,13 @@ void Analyzer::bind_loop_to_value(const ArgInfo& iter) {
   bind(for_targets_[0], v);
 }
 
+const ArgInfo& Analyzer::iterated(const ArgInfo& v) const {
+  if (!is_name_kind(v.kind) || !v.text.starts_with("local:") || !v.text.ends_with("()")) return v;
+  if (!classes_.count(std::string_view(v.text).substr(0, v.text.size() - 2))) return v;
+  const auto it = returns_.find("local:__iter__()");
+  return it == returns_.end() ? v : it->second;
+}
+
 void Analyzer::prebind_comprehension(Frame& f) {
   if (!tok_ || lookahead_budget_ == 0) return;
   Tokenizer ahead = *tok_;
@@ -279,7 +286,22 @@ void Analyzer::prebind_comprehension(Frame& f) {
     if (unwrap(s, fn)) break;
   for (std::string_view suffix : {".items()", ".values()", ".keys()"})
     if (s.ends_with(suffix)) s.remove_suffix(suffix.size());
-  if (is_identifier(s) || (s.starts_with("self.") && is_identifier(s.substr(5)))) {
+  // `for d in JobDirs()`, `for p in paths(root)`: what the file's own class or generator gives.
+  if (const size_t open = s.find('('); open != std::string_view::npos && is_identifier(s.substr(0, open)) &&
+      closes_at_end(s, open)) {
+    const ArgInfo callee = resolve(s.substr(0, open));
+    const std::string key = callee.text + "()";
+    const auto r = classes_.count(callee.text) ? returns_.find("local:__iter__()") : returns_.find(key);
+    if (callee.text.starts_with("local:") && r != returns_.end()) {
+      bind_loop_to_value(r->second);
+      if (r->second.flows)
+        for (const auto& name : for_targets_) {
+          ArgInfo v = resolve(name);
+          mark_flow(v, r->second.flows, r->second.flow_line);
+          bind(name, v);
+        }
+    }
+  } else if (is_identifier(s) || (s.starts_with("self.") && is_identifier(s.substr(5)))) {
     const ArgInfo iter = resolve(s);
     if (iter.flows || iter.params || iter.path_params)
       for (const auto& name : for_targets_) {

@@ -277,8 +277,17 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
       carry_flow(a, r);
       flows |= a.flows != 0;
     }
-    if (flows) sink_.on_call(CallEvent{c.qual, c.line, args, false, false, depth_ > 0});
-    note_param_call(c.qual, args, c.line);  // a function that passes its own parameters on
+    // `session.post(...)` on a parameter the caller gave aiohttp.ClientSession(): that method.
+    std::string callee = c.qual;
+    if (const size_t dot = callee.find('.'); dot != std::string::npos) {
+      const auto& ps = names->second;
+      const auto p = std::find(ps.begin(), ps.end(), std::string_view(callee).substr(0, dot));
+      const ArgInfo* g = p == ps.end() ? nullptr : given[static_cast<size_t>(p - ps.begin())];
+      if (g && is_name_kind(g->kind) && !g->text.empty() && g->text.size() < kMaxQual)
+        callee = detail::canonical(g->text + callee.substr(dot));
+    }
+    if (flows) sink_.on_call(CallEvent{callee, c.line, args, false, false, depth_ > 0});
+    note_param_call(callee, args, c.line);  // a function that passes its own parameters on
     // `consume(data)` where consume is a parameter given a function of the file's own
     // (run_job(backup.snapshot, backup.upload)): that function's summary meets the data.
     if (!flows || callback_depth_ >= 4) continue;

@@ -55,7 +55,6 @@ void Analyzer::flush() {
     sink_.on_reference(p.val.text, p.line);
     // The environment as a value (json.dumps(os.environ), {"env": os.environ}): all of it.
     if (p.val.text == "os.environ" || p.val.text == "os.environb") mark_flow(p.val, flow_environ, p.line);
-    if (auto d = arg_default_value(p.val, p.line)) p.val = std::move(*d);
     // A function of the file's own passed as a value (a callback, `backup.snapshot`): whoever
     // calls it gets what it returns.
     if (!returns_.empty() && (p.val.text.starts_with("local:") || p.val.text.find('.') != std::string::npos))
@@ -100,6 +99,7 @@ void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
     c.dynamic |= v.dynamic;
     c.decoded |= v.decoded;
     carry_flow(c, v);
+    if (!c.dynamic) mark_flow(c, system_path_flow(c.text), f.line);  // os.sep + "etc"
   } else if (f.after_plus && f.path_join && c.kind == Kind::string && !(v.kind == Kind::expr && has_alternatives(v.text))) {
     // Path("/proc") / name: still a path, its unknown piece "{}" as os.path.join writes it.
     append_capped(c.text, "{}", kMaxText);

