@@ -293,7 +293,8 @@ void Analyzer::path_method_of_value(const Frame& f, std::string_view qual) {
   if ((m == "replace" || m == "rename") && f.args.size() != 1) return;
   std::vector<ArgInfo> with_self;
   with_self.reserve(f.args.size() + 1);
-  ArgInfo self{{}, Kind::expr, {}, true};
+  // A parameter's own name, so that a caller's path takes its place (write_text of /etc/hosts).
+  ArgInfo self{{}, carries || f.receiver.empty() ? Kind::expr : Kind::name, carries ? std::string() : f.receiver, true};
   carry_flow(self, f.callee);
   with_self.push_back(std::move(self));
   with_self.insert(with_self.end(), f.args.begin(), f.args.end());

