@@ -52,8 +52,12 @@ enum Flow : uint8_t {
   // /var/lib) or built from one (joined, walked, globbed, returned, stored in an object), so that
   // deleting or overwriting it is seen however far the path travelled.
   flow_system = 16,
+  // Received from the network: a socket's recv, a socketserver handler's rfile, an HTTP
+  // response (requests.get(...), urlopen(...).read()). Run as code or a command, it is a remote
+  // shell or a download-and-execute.
+  flow_net = 32,
 };
-// "host", "secret", "environ", "system" -> its bit; 0 for any other name.
+// "host", "secret", "environ", "system", "network" -> its bit; 0 for any other name.
 uint8_t flow_named(std::string_view name) noexcept;
 // The kind of host data a read of `path` gives (0: none of the host's).
 uint8_t flow_of_path(std::string_view path) noexcept;

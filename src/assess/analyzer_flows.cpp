@@ -16,6 +16,7 @@ uint8_t flow_named(std::string_view name) noexcept {
   if (name == "secret") return flow_secret;
   if (name == "environ") return flow_environ;
   if (name == "system") return flow_system;
+  if (name == "network") return flow_net;
   return 0;
 }
 
@@ -155,6 +156,17 @@ void Analyzer::mark_read_source(std::string_view qual, const std::vector<ArgInfo
     mark_flow(value, flow_own, line);
     own_serialized_ = true;
     return;
+  }
+  // What the network gives: received bytes, a request handler's input, an HTTP response.
+  {
+    const std::string_view last = qual.substr(qual.rfind('.') + 1);
+    if (last == "recv" || last == "recvfrom" || qual.starts_with("self.rfile.") || qual == "self.request.recv" ||
+        qual == "urllib.request.urlopen" || qual == "urllib2.urlopen" || qual == "requests.get" ||
+        qual == "requests.post" || qual == "requests.request" || qual == "httpx.get" ||
+        qual.starts_with("requests.Session().get") || qual.starts_with("httpx.Client().get")) {
+      mark_flow(value, flow_net, line);
+      return;
+    }
   }
   // The account database enumerated: its contents, as /etc/passwd's.
   if (qual == "pwd.getpwall" || qual == "grp.getgrall" || qual == "spwd.getspall") {

@@ -18,7 +18,7 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRRULES\x0c";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRRULES\x0d";  // bump the last byte when the encoding changes
 constexpr std::string_view kLinkMagic = "SRRLINK\x02";
 // How long ago a rules file must have last changed for its identity to be linked to its digest:
 // well above any file system's timestamp granularity.
@@ -255,7 +255,7 @@ std::optional<RuleSet> RuleSet::deserialize(std::string_view bytes, std::shared_
       a.equals = list();
       a.not_in = list();
       for (auto* b : {&a.dynamic, &a.decoded, &a.folded, &a.present}) *b = in.opt_bool();
-      a.flows = static_cast<uint8_t>(in.below(32));
+      a.flows = static_cast<uint8_t>(in.below(64));
     }
     r.args = std::span<const ArgCondition>(set.args_.data() + first_arg, set.args_.size() - first_arg);
     r.unbounded_loop = in.below(2) != 0;

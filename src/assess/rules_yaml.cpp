@@ -63,7 +63,7 @@ ArgSpec arg_condition(const StrictYaml& y, const YAML::Node& n, const std::strin
   if (n["flows"]) {
     for (const std::string& f : string_list(y, n["flows"], key + ".flows")) {
       const uint8_t bit = flow_named(f);
-      if (!bit) y.fail(n["flows"], key + ".flows", "host, secret, environ or system", f);
+      if (!bit) y.fail(n["flows"], key + ".flows", "host, secret, environ, system or network", f);
       a.flows |= bit;
     }
   }

@@ -431,3 +431,18 @@ TEST(AssessDataFlow, IteratedObjectsDefaultsAndReceiversGivenByTheCaller) {
                   "ap = argparse.ArgumentParser(description=__doc__)\nap.parse_args()\n"),
             RiskLevel::low);
 }
+
+TEST(AssessDataFlow, WhatTheNetworkSendsRunAsCodeOrACommandIsARemoteShell) {
+  // A socketserver handler that runs each line it reads in a shell.
+  EXPECT_EQ(level("import socketserver, subprocess\nclass H(socketserver.StreamRequestHandler):\n    def handle(self):\n"
+                  "        line = self.rfile.readline()\n        cmd = line.decode().strip()\n"
+                  "        p = subprocess.run(cmd, shell=True, capture_output=True)\n        self.wfile.write(p.stdout)\n"),
+            RiskLevel::blocked);
+  // The received data as one argument of a command line is a shell command built from input.
+  EXPECT_EQ(level("import os, requests\nhost = requests.get('https://api.example.com/next').json()['host']\n"
+                  "os.system(f'ping -c 1 {host}')\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import subprocess, requests\nhost = requests.get('https://api.example.com/next').json()['host']\n"
+                  "subprocess.run(['ping', '-c', '1', host])\n"),
+            RiskLevel::medium);
+}
