@@ -1,7 +1,9 @@
-// Code and names hidden in pieces or out of view: long lines and blank-line padding, values
-// chosen by conditionals or grown with +=, string values joined from pieces reported whole, the
-// code of `python -c '...'` command lines is analyzed as code, identifier fragments in a list
-// are reported joined, and namespace lookups with computed keys are evidence like getattr's.
+// String literals as they are read (patterns are not behaviour; long random-looking blobs are
+// evidence). Code and names hidden in pieces or out of view: long lines and blank-line padding,
+// values chosen by conditionals or grown with +=, string values joined from pieces reported
+// whole, the code of `python -c '...'` command lines is analyzed as code, identifier fragments in
+// a list are reported joined, and namespace lookups with computed keys are evidence like
+// getattr's.
 #include <algorithm>
 #include <optional>
 
@@ -9,6 +11,48 @@
 #include "internal.hpp"
 
 namespace sandboxrun::assess::detail {
+
+// A literal read as the pattern of a regex or glob match (re.compile(r"/dev/tcp/..."), a linter's
+// signature) describes text to look for: it names a command or a path without running or
+// opening it, so the string rules do not see it. Only the literal written at the call itself.
+bool Analyzer::pattern_argument() const {
+  const Frame& f = frames_.back();
+  if (f.kind != FrameKind::call || !is_name_kind(f.callee.kind) || !f.cur.keyword.empty()) return false;
+  // This runs for every literal inside a call: the function's own name first, the canonical
+  // module only for the few that match.
+  const std::string_view raw = f.callee.text;
+  const std::string_view fn = raw.substr(raw.rfind('.') + 1);
+  const size_t index = f.args.size();
+  const bool regex_fn = fn == "compile" || fn == "search" || fn == "match" || fn == "fullmatch" ||
+                        fn == "findall" || fn == "finditer" || fn == "sub" || fn == "subn" || fn == "split";
+  const bool glob_fn = fn == "fnmatch" || fn == "fnmatchcase" || fn == "filter" || fn == "translate";
+  if (!regex_fn && !glob_fn) return false;
+  const std::string q = detail::canonical(raw);
+  if (regex_fn) return index == 0 && (q == "re." + std::string(fn) || q == "regex." + std::string(fn));
+  if (q == "fnmatch.translate") return index == 0;
+  return index == 1 && q == "fnmatch." + std::string(fn);
+}
+
+void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
+  std::string value = string_value(t);
+  note_def_default(value);
+  if (value.size() >= limits_.entropy_min_length && detail::is_entropy_blob(value, limits_))
+    sink_.on_detector(Detector::entropy_blob, line, std::to_string(value.size()) + " bytes");
+  if (bare_strings_) {
+    deferred_strings_.emplace_back(value, line);
+  } else if (!pattern_argument()) {
+    emit_string(value, line);
+  }
+  if (was_string && prim_.active && prim_.val.kind == Kind::string) {
+    append_capped(prim_.val.text, value, kMaxText);  // implicit concatenation
+  } else {
+    python2_statement(line, false);
+    flush();
+    prim_ = Primary{true, ArgInfo{{}, Kind::string, std::move(value)}, {}, {}, line};
+  }
+  ++prim_.pieces;
+  prev_string_ = true;
+}
 
 namespace {
 

@@ -389,6 +389,8 @@ class Analyzer {
   // tokens ahead are read for `for NAMES in ITERABLE` and the names bound as a `for` statement
   // binds them, until the bracket closes (restore_comprehension).
   void prebind_comprehension(Frame& f);
+  // Each loop target now also carries what the iterated value carries.
+  void carry_into_targets(const ArgInfo& iter);
   void restore_comprehension(Frame& f);
 
   // `name += value`: a string grows (folded when the piece is a constant), anything else is

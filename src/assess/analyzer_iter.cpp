@@ -294,26 +294,26 @@ void Analyzer::prebind_comprehension(Frame& f) {
     const auto r = classes_.count(callee.text) ? returns_.find("local:__iter__()") : returns_.find(key);
     if (callee.text.starts_with("local:") && r != returns_.end()) {
       bind_loop_to_value(r->second);
-      if (r->second.flows)
-        for (const auto& name : for_targets_) {
-          ArgInfo v = resolve(name);
-          mark_flow(v, r->second.flows, r->second.flow_line);
-          bind(name, v);
-        }
+      ArgInfo flows_only;  // its parameters mean nothing here
+      mark_flow(flows_only, r->second.flows, r->second.flow_line);
+      carry_into_targets(flows_only);
     }
   } else if (is_identifier(s) || (s.starts_with("self.") && is_identifier(s.substr(5)))) {
-    const ArgInfo iter = resolve(s);
-    if (iter.flows || iter.params || iter.path_params)
-      for (const auto& name : for_targets_) {
-        ArgInfo v = resolve(name);
-        carry_flow(v, iter);
-        bind(name, v);
-      }
+    carry_into_targets(resolve(s));
   }
   std::swap(for_targets_, names);
   std::swap(for_iter_sig_, sig);
   for_targets_ok_ = targets_ok;
   stmt_items_set_ = items_set;
+}
+
+void Analyzer::carry_into_targets(const ArgInfo& iter) {
+  if (!iter.flows && !iter.params && !iter.path_params) return;
+  for (const auto& name : for_targets_) {
+    ArgInfo v = resolve(name);
+    carry_flow(v, iter);
+    bind(name, v);
+  }
 }
 
 void Analyzer::restore_comprehension(Frame& f) {
