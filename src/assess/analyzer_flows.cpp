@@ -298,8 +298,9 @@ void Analyzer::path_method_of_value(const Frame& f, std::string_view qual) {
   const bool opened = f.callee.text.ends_with("open().truncate") || f.callee.text.ends_with("open().write");
   if ((!carries && !f.callee.params) || (f.receiver.empty() && !opened)) return;
   const std::string_view m = qual.substr(qual.rfind('.') + 1);
+  // What changes the file, and the walks of a folder (a caller's home walked and emptied).
   if (m != "unlink" && m != "rmdir" && m != "write_text" && m != "write_bytes" && m != "rename" && m != "replace" &&
-      m != "chmod" && m != "open" && m != "truncate")
+      m != "chmod" && m != "open" && m != "truncate" && m != "iterdir" && m != "glob" && m != "rglob")
     return;
   // str.replace(old, new) is no rename.
   if ((m == "replace" || m == "rename") && f.args.size() != 1) return;

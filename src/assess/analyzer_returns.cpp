@@ -196,7 +196,7 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
   // read again with the path in its place (def purge(p): shutil.rmtree(p) ... purge("/usr/lib")).
   auto absolute = [](const ArgInfo* g) {
     return g && !g->text.empty() && (g->kind == Kind::string || g->kind == Kind::container || g->kind == Kind::expr) &&
-           (g->text[0] == '/' || g->text[0] == '~' || (has_alternatives(g->text) && g->text.find('/') != std::string::npos));
+           (g->text[0] == '/' || g->text[0] == '~' || (has_alternatives(g->text) && names_a_path(g->text)));
   };
   const bool relevant = std::any_of(given.begin(), given.end(), [&](const ArgInfo* g) {
     return g && (g->flows || g->params || g->path_params || path_flows(*g) || absolute(g));

@@ -178,8 +178,13 @@ TEST(AssessCapabilities, EncryptionWithARansomNoteIsRansomware) {
   EXPECT_EQ(level(walk_and_encrypt + "(Path.home() / 'README.txt').write_text("
                                      "'Your files have been encrypted. Send 0.1 BTC to bc1q...')\n"),
             RiskLevel::blocked);
-  // The note is the evidence: encrypting one's own backup is an everyday capability.
-  EXPECT_NE(level(walk_and_encrypt), RiskLevel::blocked);
+  // Walking ~/Documents, encrypting each file and deleting the original is ransomware-like with or
+  // without the note (written inline it always was; through a helper's parameter it now is too).
+  EXPECT_EQ(level(walk_and_encrypt), RiskLevel::blocked);
+  // Encrypting one's own backup is an everyday capability.
+  EXPECT_NE(level("from pathlib import Path\nfrom cryptography.fernet import Fernet\nf = Fernet(Fernet.generate_key())\n"
+                  "Path('backup.tar.enc').write_bytes(f.encrypt(Path('backup.tar').read_bytes()))\n"),
+            RiskLevel::blocked);
   EXPECT_EQ(level("print('Ransomware awareness: never pay a ransom.')\n"), RiskLevel::low);
 }
 

@@ -426,6 +426,17 @@ TEST(AssessDataFlow, IteratedObjectsDefaultsAndReceiversGivenByTheCaller) {
             RiskLevel::high);
   EXPECT_EQ(level("from pathlib import Path\ndef put(p, text):\n    p.write_text(text)\nput(Path('notes.txt'), 'x')\n"),
             RiskLevel::medium);
+  // A folder a caller gives, walked and emptied: the home directory (an argparse default too).
+  EXPECT_EQ(level("import shutil\nfrom pathlib import Path\ndef reset(d):\n    for e in list(d.iterdir()):\n"
+                  "        shutil.rmtree(e, ignore_errors=True)\nreset(Path.home())\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import argparse, shutil\nfrom pathlib import Path\ndef reset(d):\n    for e in list(d.iterdir()):\n"
+                  "        shutil.rmtree(e, ignore_errors=True)\nap = argparse.ArgumentParser()\n"
+                  "ap.add_argument('--dir', type=Path, default=Path.home())\nreset(ap.parse_args().dir)\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import shutil\nfrom pathlib import Path\ndef reset(d):\n    for e in list(d.iterdir()):\n"
+                  "        shutil.rmtree(e, ignore_errors=True)\nreset(Path.home() / '.cache' / 'myapp')\n"),
+            RiskLevel::medium);
   // A docstring shown as the command's help is not code that runs.
   EXPECT_EQ(level("\"\"\"Rules are literals (never eval'd): parsed with ast.literal_eval.\"\"\"\nimport argparse\n"
                   "ap = argparse.ArgumentParser(description=__doc__)\nap.parse_args()\n"),
