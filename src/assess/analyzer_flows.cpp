@@ -56,13 +56,7 @@ uint8_t system_path_flow(std::string_view text) {
         return d != "/usr" || !(p.starts_with("/usr/local/") || p == "/usr/local");
     return false;
   };
-  for (size_t start = 0; start <= text.size();) {
-    size_t end = text.find('\x1f', start);
-    if (end == std::string_view::npos) end = text.size();
-    if (detail::any_alternative(text.substr(start, end - start), system)) return flow_system;
-    start = end + 1;
-  }
-  return 0;
+  return detail::any_item_value(text, system) ? flow_system : 0;
 }
 
 namespace detail {

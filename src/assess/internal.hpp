@@ -75,17 +75,23 @@ bool any_alternative(std::string_view text, Fn&& fn) {
 // A host path written out: a constant that starts at the root or a home ('/etc/x', '~/.ssh').
 inline bool absolute_path(std::string_view t) noexcept { return !t.empty() && (t[0] == '/' || t[0] == '~'); }
 
-// Some value the text stands for (an item of a container's text, one of a name's values) is a
-// path from the root or a home: what a function returns or a loop hands on that is worth keeping.
-inline bool names_a_path(std::string_view text) {
+// Whether fn holds for some value the text stands for: an item of a container's text (split at
+// \x1f), each with its alternatives.
+template <class Fn>
+bool any_item_value(std::string_view text, Fn&& fn) {
   for (size_t start = 0; start <= text.size();) {
     size_t end = text.find('\x1f', start);
     if (end == std::string_view::npos) end = text.size();
-    if (any_alternative(text.substr(start, end - start), [](std::string_view one) { return absolute_path(one); }))
-      return true;
+    if (any_alternative(text.substr(start, end - start), fn)) return true;
     start = end + 1;
   }
   return false;
+}
+
+// Some value the text stands for is a path from the root or a home: what a function returns or a
+// loop hands on that is worth keeping.
+inline bool names_a_path(std::string_view text) {
+  return any_item_value(text, [](std::string_view one) { return absolute_path(one); });
 }
 
 // The text a decoder call produces from constant arguments (base64/hex/rot13 of a literal),
