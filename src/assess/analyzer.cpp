@@ -17,6 +17,7 @@ void Analyzer::run(std::string_view source) {
   string_budget_ = 2 * uint64_t(source.size()) + limits_.max_fragment_bytes + (64 << 10);
   lookahead_budget_ = 2 * uint64_t(source.size()) + (64 << 10);
   scan_lines(source);
+  own_serialized_ = detail::pickles_own_objects(source);
   if (auto enc = detail::unusual_source_encoding(source)) sink_.on_detector(Detector::source_encoding, 1, *enc);
   if (auto what = detail::foreign_format(source)) sink_.on_detector(Detector::not_python, 1, *what);
   analyze_text(source, 0, 0);

@@ -17,6 +17,15 @@ namespace {
 
 // pathlib methods: on a path held as a string they are reported as calls of
 // pathlib.Path().METHOD with the path as argument 0, so path rules read them like open().
+// Text that names data from outside the program: its command line, stdin, the environment, a
+// request or a response.
+bool names_outside_input(std::string_view text) {
+  for (std::string_view w :
+       {"argv", "stdin", "input(", "environ", "getenv", "recv", "request", "urlopen", "response", "makefile", "sock"})
+    if (text.find(w) != std::string_view::npos) return true;
+  return false;
+}
+
 bool is_path_method(std::string_view m) {
   static constexpr std::array<std::string_view, 20> names = {
       "write_text", "write_bytes", "read_text", "read_bytes", "open", "touch", "unlink", "mkdir", "rmdir",
@@ -315,10 +324,15 @@ ArgInfo Analyzer::named_call_value(const Frame& f, const std::string& qual_text,
   if (auto v = namespace_value(qual, args, f.line)) return std::move(*v);
   if (auto v = character_value(qual, a0, f.line)) return std::move(*v);
   if (auto text = detail::decode_constant_call(qual, args)) return decoded_value(qual_text, std::move(*text), f.line);
-  // Decoding what the program encoded from its own objects gives them back, not a payload.
-  // So is decoding a parameter in a file that pickles its own objects: freeze() and thaw() helpers.
+  // Decoding what the program encoded from its own objects gives them back, not a payload. So
+  // is, in a file that pickles its own objects, decoding a parameter (freeze() and thaw()
+  // helpers) or what it read back from a file (a cache it stores, a state file): not a constant,
+  // nor the network, the host's or the command line's data.
   const bool own = std::any_of(args.begin(), args.end(), [&](const ArgInfo& a) {
-    return (a.flows & flow_own) != 0 || (own_serialized_ && a.params != 0 && !a.decoded);
+    if (a.flows & flow_own) return true;
+    if (!own_serialized_ || a.decoded) return false;
+    if (a.params != 0) return true;
+    return a.kind != Kind::string && !a.folded && (a.flows & ~flow_own) == 0 && !names_outside_input(a.text);
   });
   if (is_decoder(qual) && !own) r.decoded = true;
   // A decoder passed as a value (map(chr, codes), map(bytes.fromhex, parts)) decodes too.

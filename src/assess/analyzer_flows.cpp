@@ -112,6 +112,20 @@ bool reading_mode(const std::vector<ArgInfo>& args, size_t mode_index) {
 
 }  // namespace
 
+bool pickles_own_objects(std::string_view source) {
+  for (size_t at = source.find("dumps("); at != std::string_view::npos; at = source.find("dumps(", at + 6)) {
+    const std::string_view before = source.substr(0, at);
+    if (!(before.ends_with("pickle.") || before.ends_with("marshal.") || before.ends_with("dill.")))
+      continue;
+    size_t arg = at + 6;
+    while (arg < source.size() && (source[arg] == ' ' || source[arg] == '\t')) ++arg;
+    if (arg < source.size() && source[arg] != '"' && source[arg] != '\'' && source[arg] != ')' &&
+        !(source[arg] == 'b' && arg + 1 < source.size() && (source[arg + 1] == '"' || source[arg + 1] == '\'')))
+      return true;
+  }
+  return false;
+}
+
 bool keeps_system_path(std::string_view qual) {
   if (qual.starts_with("local:")) return false;
   static constexpr std::array<std::string_view, 31> kKeep = {

@@ -123,6 +123,24 @@ TEST(AssessDataFlow, ARoundTripOfItsOwnObjectsIsNoPayload) {
             RiskLevel::medium);
   // Data from elsewhere, decoded and unpickled, still is.
   EXPECT_EQ(level("import base64, pickle, sys\npickle.loads(base64.b64decode(sys.argv[1]))\n"), RiskLevel::blocked);
+  // A cache the program stores (below the function that loads it) or a state file it reads back
+  // and rewrites holds its own objects.
+  EXPECT_EQ(level("import base64, json, pickle, zlib\ndef load(p):\n    index = json.load(open(p))\n"
+                  "    return {k: pickle.loads(zlib.decompress(base64.b64decode(v))) for k, v in index.items()}\n"
+                  "def store(p, d):\n    json.dump({k: base64.b64encode(zlib.compress(pickle.dumps(v))).decode()\n"
+                  "               for k, v in d.items()}, open(p, 'w'))\nstore('c.json', {'x': 1})\nprint(load('c.json'))\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import base64, pickle\ndata = open('state.b64').read()\nstate = pickle.loads(base64.b64decode(data))\n"
+                  "open('state.b64', 'w').write(base64.b64encode(pickle.dumps(state)).decode())\n"),
+            RiskLevel::medium);
+  // Pickling something of its own does not make the command line, stdin, a socket, a response or
+  // a constant its own.
+  for (const char* src : {"sys.argv[1]", "sys.stdin.read()", "conn.makefile().readline()",
+                          "urllib.request.urlopen('http://h.example/x').read()", "'Y29zCnN5c3RlbQooUydpZCcKdFIu'"})
+    EXPECT_EQ(level(std::string("import base64, pickle, sys, urllib.request\nprint(pickle.dumps([1]))\nblob = ") + src +
+                    "\nobj = pickle.loads(base64.b64decode(blob))\n"),
+              RiskLevel::blocked)
+        << src;
   // timeit of the file's own function with its own arguments is a benchmark.
   EXPECT_EQ(level("import timeit\ndef fib(n):\n    return n\nfor n in (1, 2):\n"
                   "    print(timeit.timeit(f'fib({n})', globals=globals(), number=3))\n"),
