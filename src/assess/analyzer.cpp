@@ -304,7 +304,7 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
     def_is_function_ = kw == "def";
     def_params_.clear();
     def_defaults_.clear();
-    param_next_ = default_next_ = false;
+    param_next_ = default_next_ = default_in_path_ = false;
     return;
   }
   if (kw == "break") mark_exit(false);

