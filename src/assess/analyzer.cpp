@@ -75,6 +75,7 @@ void Analyzer::start_statement() {
   while_sig_.clear();
   targets_.clear();
   aug_target_.clear();
+  annotated_.clear();
   self_refs_ = 0;
   saw_plus_ = saw_mul_ = doubles_ = false;
   def_pending_ = false;
@@ -422,24 +423,11 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     return;
   }
   if (c == '=') {
-    // d[key] = value: d holds what value carries (see end_statement).
-    if (frames_.size() == 1 && !last_flushed_item_of_.empty()) item_target_ = last_flushed_item_of_;
     on_assign(top);
     return;
   }
   if (c == ':') {
-    if (top.kind == FrameKind::field) {
-      top.in_spec = true;
-    } else if (top.kind == FrameKind::statement && header_ != Header::none && !header_colon_) {
-      header_colon_ = true;
-      on_header_colon();
-    } else if (top.kind == FrameKind::brace && top.cur.kind != Kind::none && top.args.size() < kMaxArgs) {
-      // A dict's key: an item of its own, so that its keys and values stay apart.
-      finish_arg(top);
-      top.key_mask |= 1u << (top.args.size() - 1);
-    } else {
-      top.cur.dynamic = true;
-    }
+    on_colon(top);
     return;
   }
   if (c == ';' && top.kind == FrameKind::statement) {

@@ -70,9 +70,32 @@ void Analyzer::report_call(const std::string& qual, const std::vector<ArgInfo>& 
   }
 }
 
+bool Analyzer::own_alternatives(std::string_view text) const {
+  if (!has_alternatives(text)) return false;
+  for (size_t at = 0; at <= text.size();) {
+    const size_t end = std::min(text.find(kAlternative, at), text.size());
+    if (!text.substr(at, end - at).starts_with("local:")) return false;
+    at = end + 1;
+  }
+  return true;
+}
+
 ArgInfo Analyzer::close_call(Frame& f) {
   const bool decoded_args = any_decoded(f.args);
   if (f.callee.kind == Kind::string) return string_method_value(f, decoded_args);
+  // One of the file's own functions, which one chosen at run time (see own_function_item): each.
+  if (f.callee.kind == Kind::expr && own_alternatives(f.callee.text)) {
+    ArgInfo merged{{}, Kind::expr, {}, true, false, decoded_args};
+    const std::string alts = f.callee.text;
+    for (size_t at = 0; at <= alts.size();) {
+      const size_t end = std::min(alts.find(kAlternative, at), alts.size());
+      Frame one = f;
+      one.callee = ArgInfo{{}, Kind::name, alts.substr(at, end - at), true};
+      carry_flow(merged, close_call(one));
+      at = end + 1;
+    }
+    return merged;
+  }
   if (!is_name_kind(f.callee.kind)) return ArgInfo{{}, Kind::expr, {}, true, false, decoded_args};
 
   const std::string qual_text = detail::canonical(f.callee.text);

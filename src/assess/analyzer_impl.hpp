@@ -211,6 +211,8 @@ class Analyzer {
 
   void token_hooks(const Token& t, uint32_t line);
 
+  void on_colon(Frame& top);
+
   void on_assign(Frame& top);
 
   void on_header_colon();
@@ -347,6 +349,9 @@ class Analyzer {
 
   // A finished subscript and its value (analyzer_values.cpp).
   ArgInfo close_subscript(Frame& f);
+  static constexpr size_t kMaxOwnAlternatives = 8;
+  std::optional<ArgInfo> own_function_item(const std::string& table, const ArgInfo& key) const;
+  bool own_alternatives(std::string_view text) const;
 
   // What a `return`, `yield` or lambda body statement gives its function (analyzer_returns.cpp).
   void note_return(Frame& s);
@@ -493,6 +498,7 @@ class Analyzer {
   std::vector<std::string> targets_;
   // Growth of a value by itself within one statement (see end_statement).
   std::string aug_target_;  // the name before `+=`
+  std::string annotated_;   // the name before `: TYPE =`
   uint32_t self_refs_ = 0;  // uses of the assigned name on the right-hand side
   bool saw_plus_ = false, saw_mul_ = false, doubles_ = false;
   bool def_pending_ = false;

@@ -292,6 +292,32 @@ ArgInfo Analyzer::container(std::vector<ArgInfo>& items) {
   return c;
 }
 
+// A table of the file's own functions (ACTIONS = {"delete": delete}): the item a constant key
+// names is that function; with a key not known here (ACTIONS[t.action](path)), any of them, as
+// alternatives that a call applies one by one (close_call).
+std::optional<ArgInfo> Analyzer::own_function_item(const std::string& table, const ArgInfo& key) const {
+  const auto it = items_.find(table);
+  if (table.empty() || it == items_.end() || !it->second.dict) return std::nullopt;
+  const Items& items = it->second;
+  const bool const_key = key.kind == Kind::string && !key.dynamic;
+  std::string alts;
+  size_t n = 0;
+  for (size_t i = 0; i < items.keys.size() && i < items.values.size(); ++i) {
+    const ArgInfo& v = items.values[i];
+    if (!is_name_kind(v.kind) || !v.text.starts_with("local:")) continue;
+    if (const_key) {
+      if (items.keys[i].kind == Kind::string && items.keys[i].text == key.text) return ArgInfo{{}, Kind::name, v.text, true};
+      continue;
+    }
+    if (++n > kMaxOwnAlternatives) return std::nullopt;
+    if (!alts.empty()) alts += kAlternative;
+    alts += v.text;
+  }
+  if (n == 1) return ArgInfo{{}, Kind::name, std::move(alts), true};
+  if (n == 0) return std::nullopt;
+  return ArgInfo{{}, Kind::expr, std::move(alts), true};
+}
+
 ArgInfo Analyzer::close_subscript(Frame& f) {
   ArgInfo& base = f.callee;
   const ArgInfo key = f.args.empty() ? ArgInfo{} : f.args[0];
@@ -304,6 +330,8 @@ ArgInfo Analyzer::close_subscript(Frame& f) {
   }
   // Reversed text that is not a constant here (`return s[::-1]`): an encoding if it runs.
   if (f.sig == "::-1" || f.sig == ":::-1") return ArgInfo{{}, Kind::expr, {}, true, false, true};
+  if (base.kind == Kind::container)
+    if (auto fn = own_function_item(f.receiver, key)) return std::move(*fn);
   if (!is_name_kind(base.kind)) return ArgInfo{{}, Kind::expr, {}, true, false, base.decoded || key.decoded};
   const std::string bq = detail::canonical(base.text);
   const bool const_key = key.kind == Kind::string && !key.dynamic;
@@ -353,7 +381,39 @@ void Analyzer::python2_statement(uint32_t line, bool before_name) {
   if (prim_.raw_name == "exec") push_call(line);
 }
 
+void Analyzer::on_colon(Frame& top) {
+  if (top.kind == FrameKind::field) {
+    top.in_spec = true;
+  } else if (top.kind == FrameKind::statement && header_ != Header::none && !header_colon_) {
+    header_colon_ = true;
+    on_header_colon();
+  } else if (top.kind == FrameKind::statement && frames_.size() == 1 && header_ == Header::none &&
+             targets_.empty() && annotated_.empty() && top.args.empty() && last_flushed_single_ &&
+             !last_flushed_raw_.empty() && top.cur.kind != Kind::none) {
+    // `NAME: TYPE = value` (see on_assign): what follows up to '=' is the annotation.
+    annotated_ = last_flushed_raw_;
+    top.cur.dynamic = true;
+  } else if (top.kind == FrameKind::brace && top.cur.kind != Kind::none && top.args.size() < kMaxArgs) {
+    // A dict's key: an item of its own, so that its keys and values stay apart.
+    finish_arg(top);
+    top.key_mask |= 1u << (top.args.size() - 1);
+  } else {
+    top.cur.dynamic = true;
+  }
+}
+
 void Analyzer::on_assign(Frame& top) {
+  // `NAME: TYPE = value`: NAME is the target, the annotation no part of the value.
+  if (frames_.size() == 1 && !annotated_.empty() && targets_.empty()) {
+    targets_.push_back(std::move(annotated_));
+    annotated_.clear();
+    top.cur = ArgInfo{};
+    top.args.clear();
+    top.after_plus = false;
+    return;
+  }
+  // d[key] = value: d holds what value carries (see end_statement).
+  if (frames_.size() == 1 && !last_flushed_item_of_.empty()) item_target_ = last_flushed_item_of_;
   // flush() ran: a bare NAME just before '=' is now the whole current argument.
   if (top.kind == FrameKind::call || top.kind == FrameKind::statement) {
     if (!last_flushed_raw_.empty() && top.cur.kind != Kind::none && last_flushed_single_) {

@@ -186,8 +186,9 @@ bool value_ok(const ArgCondition& c, const ArgInfo& a) {
     text = spaced;
   }
   // A computed value of which nothing is known has no text to test: `[...] + list(args)` is not
-  // the empty string that `^(\s|$)` looks for.
-  const bool unknown = a.kind == ArgInfo::Kind::expr && a.text.empty();
+  // the empty string that `^(\s|$)` looks for, nor is a table or list whose items are not known
+  // here (`checker.run(TARGETS)`).
+  const bool unknown = (a.kind == ArgInfo::Kind::expr || a.kind == ArgInfo::Kind::container) && a.text.empty();
   if (unknown && (!c.contains.empty() || c.regex || !c.equals.empty())) return false;
   // A name that holds one of several values (a loop's name over a list's items): the test
   // passes when one of them passes it.

