@@ -340,6 +340,11 @@ ArgInfo Analyzer::named_call_value(const Frame& f, const std::string& qual_text,
   if (qual == "__import__" || qual == "importlib.import_module" || qual == "importlib.__import__")
     return import_value(qual, a0, f.line).value_or(std::move(r));
   if (qual == "getattr" && args.size() >= 2) return getattr_value(args, f.line).value_or(std::move(r));
+  // partial(requests.post, timeout=15) is requests.post, when it binds keywords only (a bound
+  // positional argument would move the others).
+  if ((qual == "functools.partial" || qual == "functools.partialmethod") && a0 && is_name_kind(a0->kind) &&
+      a0->keyword.empty() && std::all_of(args.begin() + 1, args.end(), [](const ArgInfo& a) { return !a.keyword.empty(); }))
+    return ArgInfo{{}, Kind::name, a0->text, true};
   // attrgetter/methodcaller reach an attribute by name like getattr does; an attrgetter of one
   // name carries it to its call: attrgetter("remove")(os) is os.remove.
   if ((qual == "operator.attrgetter" || qual == "operator.methodcaller") && a0)

