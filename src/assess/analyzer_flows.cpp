@@ -198,9 +198,9 @@ void Analyzer::mark_read_source(std::string_view qual, const std::vector<ArgInfo
   if (path_method) {
     if (m != "read_text" && m != "read_bytes" && m != "open" && m != "iterdir" && m != "glob" && m != "rglob") return;
     if (m == "open" && !param_open && !reading_mode(args, 1)) return;
-    // A receiver that is no path constant (a name, a loop's item): what it carries, and which
-    // parameter names it.
-    if (!qual.starts_with("pathlib.Path().")) {
+    // A receiver that is no path constant (a name, a loop's item, Path(param)): what it carries,
+    // and which parameter names it.
+    if (!qual.starts_with("pathlib.Path().") || (receiver && receiver->params)) {
       if (receiver) {
         value.path_params |= receiver->params | receiver->path_params;
         mark_flow(value, path_flows(*receiver), line);

@@ -398,6 +398,7 @@ class Analyzer {
   // tokens ahead are read for `for NAMES in ITERABLE` and the names bound as a `for` statement
   // binds them, until the bracket closes (restore_comprehension).
   void prebind_comprehension(Frame& f);
+  std::optional<ArgInfo> resolve_attribute(std::string_view s) const;
   // Each loop target now also carries what the iterated value carries.
   void carry_into_targets(const ArgInfo& iter);
   void restore_comprehension(Frame& f);

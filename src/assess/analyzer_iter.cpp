@@ -300,11 +300,31 @@ void Analyzer::prebind_comprehension(Frame& f) {
     }
   } else if (is_identifier(s) || (s.starts_with("self.") && is_identifier(s.substr(5)))) {
     carry_into_targets(resolve(s));
+  } else if (const auto v = resolve_attribute(s)) {
+    // `[... for p in cfg.sources]`: an attribute of an object or class of the file's.
+    bind_loop_to_value(*v);
+    carry_into_targets(*v);
   }
   std::swap(for_targets_, names);
   std::swap(for_iter_sig_, sig);
   for_targets_ok_ = targets_ok;
   stmt_items_set_ = items_set;
+}
+
+std::optional<ArgInfo> Analyzer::resolve_attribute(std::string_view s) const {
+  // NAME.ATTR as on_name reads it: a binding of the spelling, of the canonical text, or for an
+  // object of one of the file's classes (local:Cls()) what its methods or body set as self.ATTR.
+  const size_t dot = s.find('.');
+  if (!dotted_symbols_ || dot == std::string_view::npos || !is_identifier(s.substr(0, dot)) ||
+      !is_identifier(s.substr(dot + 1)) || s.starts_with("self."))
+    return std::nullopt;
+  if (auto raw = symbols_.find(s); raw != symbols_.end()) return raw->second;
+  const ArgInfo base = resolve(s.substr(0, dot));
+  const std::string text = base.text + std::string(s.substr(dot));
+  if (auto it = symbols_.find(text); it != symbols_.end()) return it->second;
+  if (base.text.starts_with("local:") && base.text.ends_with("()"))
+    if (auto own = symbols_.find("self" + std::string(s.substr(dot))); own != symbols_.end()) return own->second;
+  return std::nullopt;
 }
 
 void Analyzer::carry_into_targets(const ArgInfo& iter) {

