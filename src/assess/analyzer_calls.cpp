@@ -74,7 +74,8 @@ bool Analyzer::own_alternatives(std::string_view text) const {
   if (!has_alternatives(text)) return false;
   for (size_t at = 0; at <= text.size();) {
     const size_t end = std::min(text.find(kAlternative, at), text.size());
-    if (!text.substr(at, end - at).starts_with("local:")) return false;
+    const std::string_view one = text.substr(at, end - at);
+    if (!one.starts_with("local:") && !(one.starts_with("self.") && is_identifier(one.substr(5)))) return false;
     at = end + 1;
   }
   return true;

@@ -16,13 +16,6 @@ namespace sandboxrun::assess::detail {
 
 namespace {
 
-bool is_identifier(std::string_view s) {
-  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
-  return true;
-}
-
 // The bracket that opens at `open` closes at the end of `s` (not `f(a) + g(b)`).
 bool closes_at_end(std::string_view s, size_t open) {
   if (open >= s.size() || (s[open] != '(' && s[open] != '[' && s[open] != '{')) return false;

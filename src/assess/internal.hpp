@@ -18,6 +18,13 @@ constexpr char kAlternative = '\x1e';
 constexpr char kGroup = '\x1d';
 
 inline bool has_alternatives(std::string_view text) noexcept { return text.find(kAlternative) != std::string_view::npos; }
+// An ASCII Python identifier (what a table key, an attribute or a loop's name must be here).
+inline bool is_identifier(std::string_view s) noexcept {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
 // The values of a name that holds several, as a group to embed in a larger value.
 inline std::string as_group(std::string_view alternatives) {
   if (alternatives.find(kGroup) != std::string_view::npos) return std::string(alternatives);  // one already

