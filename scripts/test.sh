@@ -4,6 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# What the suite writes: about 5.5 GB in the checkout (build/ 0.7, build-asan/ 2.2, build-fuzz/
+# 0.3, rootfs/ with the science image 1.4, images/ 0.4, npm modules 0.2) and 2-3 GB of Debian
+# packages and podman's copy of the container image. A full disk fails some step half-way with
+# ENOSPC, so say it first.
+need_gb=8
+avail_gb=$(($(df -Pk . | awk 'NR == 2 {print $4}') / 1024 / 1024))
+if ((avail_gb < need_gb)); then
+  echo "test.sh: warning: ${avail_gb} GB free on the checkout's filesystem ($(df -P . | awk 'NR == 2 {print $6}')); the" \
+    "suite needs about ${need_gb} GB (builds, images, packages). Free space, or clone onto a larger disk." >&2
+fi
+
 scripts/setup.sh
 
 echo "== host capabilities (the cgroup line names the backend the resource tests exercise)"
