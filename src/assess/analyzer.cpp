@@ -217,6 +217,10 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     if (def_is_function_) def_name_ = sym;
     else if (frames_.size() == 1) class_name_ = class_header_ = name;
     bind(std::string(name), ArgInfo{{}, Kind::name, sym, true});
+    // A method: self.NAME is it, not another class's attribute of that name (a dataclass's
+    // `dmi: dict = field(...)` above `def dmi(self)` of another class).
+    if (def_is_function_ && !blocks_.empty() && blocks_.back().class_body && dotted_symbols_)
+      symbols_.erase("self." + std::string(name));
     return;
   }
   if (as_pending_) {
@@ -225,8 +229,10 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
     return;
   }
   // path=HOSTS_FILE: the constant the name holds is the default.
+  // reader=_read_bytes: a function of the file's is the default too.
   if (default_next_ && !was_dot && header_ == Header::def_ && frames_.size() == 2)
-    if (const ArgInfo v = resolve(name); v.kind == Kind::string) note_def_default(v.text);
+    if (const ArgInfo v = resolve(name); v.kind == Kind::string || (v.kind == Kind::name && v.text.starts_with("local:")))
+      note_def_default(v.text);
   if (param_next_ && header_ == Header::def_ && def_is_function_ && frames_.size() == 2 && !was_dot) {
     if (def_params_.size() < 32) {
       if (kwargs_next_) def_kwargs_ = def_params_.size();

