@@ -128,12 +128,13 @@ bool pickles_own_objects(std::string_view source) {
 
 bool keeps_system_path(std::string_view qual) {
   if (qual.starts_with("local:")) return false;
-  static constexpr std::array<std::string_view, 31> kKeep = {
+  // dataclasses.field(default=..., default_factory=lambda: [...]): the field's value.
+  static constexpr std::array<std::string_view, 32> kKeep = {
       "os.path.join", "os.path.expanduser", "os.path.expandvars", "os.path.abspath", "os.path.realpath",
       "os.path.normpath", "os.path.dirname", "os.fspath", "str", "pathlib.Path", "pathlib.PurePath",
       "pathlib.PosixPath", "os.walk", "os.listdir", "os.scandir", "os.fwalk", "glob.glob", "glob.iglob",
       "fnmatch.filter", "os.open", "open", "io.open", "codecs.open", "builtins.open", "sorted", "list", "tuple",
-      "set", "reversed", "iter", "filter"};
+      "set", "reversed", "iter", "filter", "dataclasses.field"};
   if (std::find(kKeep.begin(), kKeep.end(), qual) != kKeep.end()) return true;
   // Methods of a path (or of what holds one): what they give is a path below or beside it.
   const std::string_view m = qual.substr(qual.rfind('.') + 1);

