@@ -35,6 +35,7 @@ void Analyzer::analyze_text(std::string_view text, uint32_t origin_line, uint32_
   origin_line_ = origin_line;
   depth_ = depth;
   frames_.assign(1, Frame{});
+  no_for_until_ = nullptr;
   overflow_ = 0;
   nesting_reported_ = false;
   prim_ = Primary{};
@@ -383,7 +384,7 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
   if (c == '(') {
     if (prim_.active) push_call(prim_.line);
     else push(FrameKind::group, line);
-    if (frames_.size() > open_frames) prebind_comprehension(frames_.back());
+    if (frames_.size() > open_frames) prebind_comprehension(frames_.back(), t.text.data());
     return;
   }
   if (c == '[') {
@@ -398,7 +399,7 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
       }
     } else {
       push(FrameKind::list, line);
-      if (frames_.size() > open_frames) prebind_comprehension(frames_.back());
+      if (frames_.size() > open_frames) prebind_comprehension(frames_.back(), t.text.data());
     }
     return;
   }
@@ -406,7 +407,7 @@ void Analyzer::on_op(const Token& t, uint32_t line) {
     flush();
     const bool field = top.kind == FrameKind::fstring || (top.kind == FrameKind::field && top.in_spec);
     push(field ? FrameKind::field : FrameKind::brace, line);
-    if (!field && frames_.size() > open_frames) prebind_comprehension(frames_.back());
+    if (!field && frames_.size() > open_frames) prebind_comprehension(frames_.back(), t.text.data());
     return;
   }
   if (c == ')' || c == ']' || c == '}') {

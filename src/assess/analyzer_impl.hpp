@@ -397,7 +397,8 @@ class Analyzer {
   // `[open(p).read() for p in PATHS]`: the element comes before its `for`, so at the bracket the
   // tokens ahead are read for `for NAMES in ITERABLE` and the names bound as a `for` statement
   // binds them, until the bracket closes (restore_comprehension).
-  void prebind_comprehension(Frame& f);
+  // at: the opening bracket's byte in the text being read (see no_for_until_).
+  void prebind_comprehension(Frame& f, const char* at);
   std::optional<ArgInfo> resolve_attribute(std::string_view s) const;
   // Each loop target now also carries what the iterated value carries.
   void carry_into_targets(const ArgInfo& iter);
@@ -469,6 +470,7 @@ class Analyzer {
 
   // Text state.
   const Tokenizer* tok_ = nullptr;     // the text's tokenizer, copied to read ahead
+  const char* no_for_until_ = nullptr;  // the end of a bracket read ahead that holds no `for`
   uint64_t lookahead_budget_ = 0;      // tokens prebind_comprehension may still read (per file)
   uint32_t origin_line_ = 0;
   uint32_t depth_ = 0;

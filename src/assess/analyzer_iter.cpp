@@ -3,6 +3,7 @@
 // and `for path, value in SETTINGS.items(): open(path, "w")` as a write of every key. A name
 // that can hold several values holds them all, joined by kAlternative; a rule's argument test
 // passes when any one of them passes it (rules.cpp).
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -225,8 +226,11 @@ const ArgInfo& Analyzer::iterated(const ArgInfo& v) const {
   return it == returns_.end() ? v : it->second;
 }
 
-void Analyzer::prebind_comprehension(Frame& f) {
+void Analyzer::prebind_comprehension(Frame& f, const char* at) {
   if (!tok_ || lookahead_budget_ == 0) return;
+  // Inside a bracket already read to its end without a `for` at any depth: nothing to bind.
+  if (std::less<const char*>()(at, no_for_until_)) return;
+  bool any_for = false;
   Tokenizer ahead = *tok_;
   int depth = 0;
   int phase = 0;  // 0: the element, 1: the names after `for`, 2: the iterable after `in`
@@ -239,10 +243,14 @@ void Analyzer::prebind_comprehension(Frame& f) {
     if (t.kind == TokKind::end || t.kind == TokKind::newline) return;
     if (t.kind == TokKind::nl || t.kind == TokKind::comment) continue;
     const bool op = t.kind == TokKind::op;
+    if (t.kind == TokKind::name && t.text == "for") any_for = true;
     if (op && (t.text == "(" || t.text == "[" || t.text == "{")) {
       ++depth;
     } else if (op && (t.text == ")" || t.text == "]" || t.text == "}")) {
-      if (depth == 0) break;
+      if (depth == 0) {
+        if (!any_for) no_for_until_ = t.text.data();
+        break;
+      }
       --depth;
     } else if (depth == 0 && t.kind == TokKind::name && phase == 0 && t.text == "for") {
       phase = 1;
