@@ -351,6 +351,7 @@ class Analyzer {
   ArgInfo close_subscript(Frame& f);
   static constexpr size_t kMaxOwnAlternatives = 8;
   std::optional<ArgInfo> own_function_item(const std::string& table, const ArgInfo& key) const;
+  std::optional<ArgInfo> constant_item(const std::string& table, const ArgInfo& key) const;
   bool own_alternatives(std::string_view text) const;
 
   // What a `return`, `yield` or lambda body statement gives its function (analyzer_returns.cpp).
@@ -470,6 +471,7 @@ class Analyzer {
 
   // Text state.
   const Tokenizer* tok_ = nullptr;     // the text's tokenizer, copied to read ahead
+  bool item_known_ = false;  // close_subscript found the item a constant key names
   const char* no_for_until_ = nullptr;  // the end of a bracket read ahead that holds no `for`
   uint64_t lookahead_budget_ = 0;      // tokens prebind_comprehension may still read (per file)
   uint32_t origin_line_ = 0;

