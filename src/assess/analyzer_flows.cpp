@@ -342,6 +342,7 @@ void Analyzer::mutate_receiver(const Frame& f) {
       "add_header",  "writerow",    "writerows",   "writestr",       "push"};
   if (std::find(kMutators.begin(), kMutators.end(), m) == kMutators.end()) return;
   taint_name(f.receiver, in);
+  note_mutation(f.receiver, in);
   if ((m == "write" || m == "writelines" || m == "writerow" || m == "writerows") && in.flows) note_written(in.flows);
 }
 

@@ -57,6 +57,8 @@ struct Frame {
   // A comprehension's names, bound when its bracket opened (see prebind_comprehension): what
   // they were bound to before, restored when it closes.
   std::vector<std::pair<std::string, std::optional<ArgInfo>>> comp_saved;
+  // call: the positional arguments that were one name each (index in args, the name).
+  std::vector<std::pair<uint8_t, std::string>> arg_names;
 };
 
 // The items of a list, tuple, set or dict literal (keys: the items, or a dict's keys).
@@ -108,6 +110,13 @@ struct Block {
 
 // A call inside a local function with an argument built from the function's parameters: where
 // the function sends what it is given (analyzer_flows.cpp).
+// A parameter the function fills with data (def fill(lst): lst.append(open(p).read())).
+struct Mutation {
+  uint8_t param;
+  uint8_t flows;
+  uint32_t line;
+};
+
 struct ParamCall {
   std::string qual;
   uint32_t line;
@@ -236,7 +245,7 @@ class Analyzer {
 
   static void add_operand(Frame& f, ArgInfo&& v);
 
-  static void finish_arg(Frame& f);
+  void finish_arg(Frame& f);
 
   void close_frame();
 
@@ -343,6 +352,8 @@ class Analyzer {
   // A call whose arguments are built from the enclosing function's parameters: kept in that
   // function's summary.
   void note_param_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line);
+  void note_mutation(const std::string& receiver, const ArgInfo& in);
+  void apply_mutations(const std::string& fn, const Frame& f, bool receiver);
   // A call of the file's own function (or method): the calls its summary holds are reported
   // again with what this call's arguments carry, and `ret` (what it returns) takes it too.
   void apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret);
@@ -428,6 +439,7 @@ class Analyzer {
   std::unordered_map<std::string, Items, NameHash, std::equal_to<>> items_;
   std::deque<Fragment> queue_;
   std::unordered_map<std::string, std::vector<ParamCall>, NameHash, std::equal_to<>> summaries_;
+  std::unordered_map<std::string, std::vector<Mutation>, NameHash, std::equal_to<>> mutations_;
   std::unordered_map<std::string, std::vector<std::string>, NameHash, std::equal_to<>> params_of_;
   // Which parameter of a function of the file collects the keywords no other is named for
   // (`**kwargs`), by the function's key in params_of_.

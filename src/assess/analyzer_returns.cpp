@@ -157,6 +157,34 @@ void Analyzer::note_param_call(const std::string& qual, const std::vector<ArgInf
   if (calls.size() < kMaxParamCalls) calls.push_back(param_call(qual, args, line));
 }
 
+void Analyzer::note_mutation(const std::string& receiver, const ArgInfo& in) {
+  if (!in.flows) return;
+  const ArgInfo r = resolve(receiver);
+  if (r.kind != Kind::name || r.text != receiver || !std::has_single_bit(r.params)) return;
+  const std::string* fn = nullptr;
+  for (auto it = blocks_.rbegin(); !fn && it != blocks_.rend(); ++it)
+    if (it->kind == BlockKind::function) fn = &it->name;
+  if (!fn || (mutations_.size() >= kMaxSymbols && !mutations_.count(*fn))) return;
+  auto& m = mutations_[*fn];
+  if (m.size() < kMaxParamCalls)
+    m.push_back(Mutation{static_cast<uint8_t>(std::countr_zero(r.params)), in.flows, in.flow_line});
+}
+
+void Analyzer::apply_mutations(const std::string& fn, const Frame& f, bool receiver) {
+  const auto m = mutations_.find(fn);
+  if (m == mutations_.end() || f.arg_names.empty()) return;
+  for (const Mutation& mu : m->second) {
+    if (receiver && mu.param == 0) continue;
+    const size_t index = mu.param - (receiver ? 1u : 0u);
+    for (const auto& [i, name] : f.arg_names) {
+      if (i != index) continue;
+      ArgInfo in;
+      mark_flow(in, mu.flows, mu.line);
+      taint_name(name, in);
+    }
+  }
+}
+
 void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret) {
   // Which function, and what its parameter i is here: obj.method(x) and self.method(x) give
   // the receiver as parameter 0.
@@ -166,6 +194,7 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
   const ArgInfo* receiver = own->receiver && !static_methods_.count(own->name) ? &f.callee : nullptr;
   const auto names = params_of_.find(fn);
   if (names == params_of_.end()) return;
+  apply_mutations(fn, f, receiver != nullptr);
   std::vector<const ArgInfo*> given(names->second.size(), nullptr);
   size_t next = 0;
   if (receiver && !given.empty()) given[next++] = receiver;

