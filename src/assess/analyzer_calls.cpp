@@ -85,7 +85,10 @@ ArgInfo Analyzer::close_call(Frame& f) {
   const bool decoded_args = any_decoded(f.args);
   if (f.callee.kind == Kind::string) return string_method_value(f, decoded_args);
   // One of the file's own functions, which one chosen at run time (see own_function_item): each.
-  if (f.callee.kind == Kind::expr && own_alternatives(f.callee.text)) {
+  // Each is a call read again: a budget per file keeps a file of dispatches from costing each
+  // of them eight times over (6 MB of them: 1.2 s unbounded).
+  if (f.callee.kind == Kind::expr && alternative_calls_ < kMaxAlternativeCalls && own_alternatives(f.callee.text)) {
+    ++alternative_calls_;
     ArgInfo merged{{}, Kind::expr, {}, true, false, decoded_args};
     const std::string alts = f.callee.text;
     for (size_t at = 0; at <= alts.size();) {

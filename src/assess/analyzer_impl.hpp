@@ -361,6 +361,8 @@ class Analyzer {
   // A finished subscript and its value (analyzer_values.cpp).
   ArgInfo close_subscript(Frame& f);
   static constexpr size_t kMaxOwnAlternatives = 8;
+  static constexpr uint32_t kMaxAlternativeCalls = 2048;  // per file (see close_call)
+  uint32_t alternative_calls_ = 0;
   std::optional<ArgInfo> own_function_item(const std::string& table, const ArgInfo& key) const;
   std::optional<ArgInfo> constant_item(const std::string& table, const ArgInfo& key) const;
   bool own_alternatives(std::string_view text) const;
