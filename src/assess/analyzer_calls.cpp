@@ -15,8 +15,6 @@ namespace sandboxrun::assess::detail {
 
 namespace {
 
-// pathlib methods: on a path held as a string they are reported as calls of
-// pathlib.Path().METHOD with the path as argument 0, so path rules read them like open().
 // Text that names data from outside the program: its command line, stdin, the environment, a
 // request or a response.
 bool names_outside_input(std::string_view text) {
@@ -26,6 +24,8 @@ bool names_outside_input(std::string_view text) {
   return false;
 }
 
+// pathlib methods: on a path held as a string they are reported as calls of
+// pathlib.Path().METHOD with the path as argument 0, so path rules read them like open().
 bool is_path_method(std::string_view m) {
   static constexpr std::array<std::string_view, 20> names = {
       "write_text", "write_bytes", "read_text", "read_bytes", "open", "touch", "unlink", "mkdir", "rmdir",
