@@ -71,14 +71,9 @@ void Analyzer::report_call(const std::string& qual, const std::vector<ArgInfo>& 
 }
 
 bool Analyzer::own_alternatives(std::string_view text) const {
-  if (!has_alternatives(text)) return false;
-  for (size_t at = 0; at <= text.size();) {
-    const size_t end = std::min(text.find(kAlternative, at), text.size());
-    const std::string_view one = text.substr(at, end - at);
-    if (!one.starts_with("local:") && !(one.starts_with("self.") && is_identifier(one.substr(5)))) return false;
-    at = end + 1;
-  }
-  return true;
+  return has_alternatives(text) && !any_alternative(text, [](std::string_view one) {
+           return !one.starts_with("local:") && !(one.starts_with("self.") && is_identifier(one.substr(5)));
+         });
 }
 
 ArgInfo Analyzer::close_call(Frame& f) {
@@ -91,13 +86,12 @@ ArgInfo Analyzer::close_call(Frame& f) {
     ++alternative_calls_;
     ArgInfo merged{{}, Kind::expr, {}, true, false, decoded_args};
     const std::string alts = f.callee.text;
-    for (size_t at = 0; at <= alts.size();) {
-      const size_t end = std::min(alts.find(kAlternative, at), alts.size());
+    any_alternative(alts, [&](std::string_view name) {
       Frame one = f;
-      one.callee = ArgInfo{{}, Kind::name, alts.substr(at, end - at), true};
+      one.callee = ArgInfo{{}, Kind::name, std::string(name), true};
       carry_flow(merged, close_call(one));
-      at = end + 1;
-    }
+      return false;  // every one
+    });
     return merged;
   }
   if (!is_name_kind(f.callee.kind)) return ArgInfo{{}, Kind::expr, {}, true, false, decoded_args};

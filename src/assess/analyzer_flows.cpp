@@ -367,12 +367,8 @@ void Analyzer::note_def_default(std::string_view value) {
   const bool in_path = default_in_path_ && frames_.size() == 3 && frames_.back().args.empty() &&
                        frames_.back().cur.kind == Kind::none;
   default_in_path_ = false;
-  if (in_path && header_ == Header::def_ && !def_params_.empty()) {
-    def_defaults_.resize(def_params_.size());
-    append_capped(def_defaults_.back(), value, kMaxSymbolText);
-    return;
-  }
-  if (!default_next_ || header_ != Header::def_ || frames_.size() != 2 || def_params_.empty()) return;
+  const bool plain = default_next_ && frames_.size() == 2;
+  if (!(in_path || plain) || header_ != Header::def_ || def_params_.empty()) return;
   def_defaults_.resize(def_params_.size());
   append_capped(def_defaults_.back(), value, kMaxSymbolText);
 }

@@ -353,6 +353,7 @@ class Analyzer {
   // function's summary.
   void note_param_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line);
   void note_mutation(const std::string& receiver, const ArgInfo& in);
+  const std::string* enclosing_def() const;  // the innermost def around the current token
   void apply_mutations(const std::string& fn, const Frame& f, bool receiver);
   // A call of the file's own function (or method): the calls its summary holds are reported
   // again with what this call's arguments carry, and `ret` (what it returns) takes it too.

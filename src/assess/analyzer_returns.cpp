@@ -146,12 +146,16 @@ void Analyzer::note_return(Frame& s) {
   slot = std::move(r);
 }
 
+const std::string* Analyzer::enclosing_def() const {
+  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it)
+    if (it->kind == BlockKind::function) return &it->name;
+  return nullptr;
+}
+
 void Analyzer::note_param_call(const std::string& qual, const std::vector<ArgInfo>& args, uint32_t line) {
   if (std::none_of(args.begin(), args.end(), [](const ArgInfo& a) { return (a.params | a.path_params) != 0; })) return;
   // The innermost function: a lambda being read, else the def around the call.
-  const std::string* fn = lambda_state_ == 2 && !lambda_fn_.empty() ? &lambda_fn_ : nullptr;
-  for (auto it = blocks_.rbegin(); !fn && it != blocks_.rend(); ++it)
-    if (it->kind == BlockKind::function) fn = &it->name;
+  const std::string* fn = lambda_state_ == 2 && !lambda_fn_.empty() ? &lambda_fn_ : enclosing_def();
   if (!fn || (summaries_.size() >= kMaxSymbols && !summaries_.count(*fn))) return;
   auto& calls = summaries_[*fn];
   if (calls.size() < kMaxParamCalls) calls.push_back(param_call(qual, args, line));
@@ -161,9 +165,7 @@ void Analyzer::note_mutation(const std::string& receiver, const ArgInfo& in) {
   if (!in.flows) return;
   const ArgInfo r = resolve(receiver);
   if (r.kind != Kind::name || r.text != receiver || !std::has_single_bit(r.params)) return;
-  const std::string* fn = nullptr;
-  for (auto it = blocks_.rbegin(); !fn && it != blocks_.rend(); ++it)
-    if (it->kind == BlockKind::function) fn = &it->name;
+  const std::string* fn = enclosing_def();
   if (!fn || (mutations_.size() >= kMaxSymbols && !mutations_.count(*fn))) return;
   auto& m = mutations_[*fn];
   if (m.size() < kMaxParamCalls)

@@ -299,23 +299,19 @@ ArgInfo Analyzer::container(std::vector<ArgInfo>& items) {
   return c;
 }
 
-// A table of the file's own functions (ACTIONS = {"delete": delete}): the item a constant key
-// names is that function; with a key not known here (ACTIONS[t.action](path)), any of them, as
-// alternatives that a call applies one by one (close_call).
+// A table of the file's own functions (ACTIONS = {"delete": delete}) read with a key not known
+// here (ACTIONS[t.action](path)): any of them, as alternatives that a call applies one by one
+// (close_call). A constant key names its item (constant_item), a function as any other value.
 std::optional<ArgInfo> Analyzer::own_function_item(const std::string& table, const ArgInfo& key) const {
   const auto it = items_.find(table);
   if (table.empty() || it == items_.end() || !it->second.dict) return std::nullopt;
+  if (key.kind == Kind::string && !key.dynamic) return std::nullopt;
   const Items& items = it->second;
-  const bool const_key = key.kind == Kind::string && !key.dynamic;
   std::string alts;
   size_t n = 0;
   for (size_t i = 0; i < items.keys.size() && i < items.values.size(); ++i) {
     const ArgInfo& v = items.values[i];
     if (!is_name_kind(v.kind) || !v.text.starts_with("local:")) continue;
-    if (const_key) {
-      if (items.keys[i].kind == Kind::string && items.keys[i].text == key.text) return ArgInfo{{}, Kind::name, v.text, true};
-      continue;
-    }
     if (++n > kMaxOwnAlternatives) return std::nullopt;
     if (!alts.empty()) alts += kAlternative;
     alts += v.text;
