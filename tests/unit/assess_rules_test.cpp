@@ -353,6 +353,9 @@ TEST(AssessConfig, RuleFileErrors) {
   e = err("version: 1\nrules:\n  - {id: A, severity: low, score: 1, message: m, match: {string: {contains: [x], acts_on: [nope]}}}\n");
   EXPECT_NE(e.find("rule 'A'.match.string.acts_on"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown tag 'nope'"), std::string::npos) << e;
+  e = err("version: 1\nrules:\n  - {id: A, severity: low, score: 1, message: m, match: {string: {contains: [x], flows: [disk]}}}\n");
+  EXPECT_NE(e.find("rule 'A'.match.string.flows"), std::string::npos) << e;
+  EXPECT_NE(e.find("host, secret, environ"), std::string::npos) << e;
 }
 
 TEST(AssessConfig, UserRuleWithoutRecompiling) {
@@ -401,4 +404,24 @@ TEST(AssessRules, StringRulesFindTheirNeedlesAnywhereInALiteral) {
   EXPECT_EQ(fired("x = 'q'\n"), "ONE");
   EXPECT_EQ(fired("x = 'zzn7'\n"), "RE");
   EXPECT_EQ(fired("x = 'n7'\ny = 'w3'\nz = 'Q'\n"), "");
+}
+
+TEST(AssessRules, StringRulesWithFlowsNameWhereTheHostsDataLives) {
+  // `flows` on a string rule: the literal is a path of those kinds, as the analyzer classes a
+  // path it reads (flow_of_path), through the compiled-rules encoding like every other field.
+  TempDir d;
+  d.write("rules.yaml",
+          "version: 1\nrules:\n"
+          "  - {id: HOST, severity: low, score: 1, message: m, match: {string: {contains: [/], flows: [host]}}}\n"
+          "  - {id: KEY, severity: low, score: 1, message: m, match: {string: {contains: [/], flows: [secret]}}}\n");
+  const auto c = load_security_config(d.write("security.yaml", "rules: rules.yaml\n"), kRoot);
+  auto fired = [&](std::string_view src) {
+    std::string ids;
+    for (const auto& f : assess_source(src, c).findings) ids += (ids.empty() ? "" : " ") + f.rule;
+    return ids;
+  };
+  EXPECT_EQ(fired("p = '/etc/os-release'\n"), "HOST");
+  EXPECT_EQ(fired("p = '/proc/cpuinfo'\nq = '/root'\n"), "HOST HOST");
+  EXPECT_EQ(fired("p = '/home/bob/.ssh/id_rsa'\n"), "KEY");
+  EXPECT_EQ(fired("p = 'data/etc/x.csv'\nq = '/tmp/out'\nr = 'a/b'\n"), "");
 }
