@@ -312,7 +312,7 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
     def_is_function_ = kw == "def";
     def_params_.clear();
     def_defaults_.clear();
-    param_next_ = default_next_ = default_in_path_ = false;
+    param_next_ = default_next_ = default_in_path_ = default_ref_ = false;
     return;
   }
   if (kw == "break") mark_exit(false);
@@ -543,7 +543,7 @@ void Analyzer::end_statement(bool suite_continues) {
         // A tuple keeps its text too: LISTEN = ("", 5140) reaches bind(LISTEN).
         if (value.kind == Kind::string || is_name_kind(value.kind) ||
             (value.kind == Kind::container && targets_.size() == 1) ||
-            (value.kind == Kind::expr && has_alternatives(value.text))) {
+            (value.kind == Kind::expr && (has_alternatives(value.text) || is_flag_chain(value.text)))) {
           bind(t, value);
           if (targets_.size() == 1) remember_items(t, value);
           // A class body's name is the class's attribute too: `Action.verb` reads it, and so

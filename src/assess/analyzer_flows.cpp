@@ -358,8 +358,20 @@ void Analyzer::note_def_param_op(std::string_view op) {
       default_in_path_ = q == "pathlib.Path" || q == "pathlib.PurePath" || q == "pathlib.PosixPath" ||
                          q == "os.path.join" || q == "os.path.expanduser";
     }
+    // `runner=subprocess.run`: a function of an imported module as the default, read when the
+    // default ends; any operator but `.` makes the default something else.
+    if (default_ref_ && (op == "," || op == ")")) note_default_ref();
+    default_ref_ = op == "=" ? !def_params_.empty() : default_ref_ && op == ".";
     default_next_ = op == "=" && !def_params_.empty();
   }
+}
+
+void Analyzer::note_default_ref() {
+  if (!prim_.active || prim_.val.kind != Kind::name) return;
+  const std::string q = detail::canonical(prim_.val.text);
+  if (q.find('.') == std::string::npos || !(modules_.count(q) || modules_.count(q.substr(0, q.find('.'))))) return;
+  def_defaults_.resize(def_params_.size());
+  if (def_defaults_.back().empty()) def_defaults_.back() = "ref:" + q;
 }
 
 void Analyzer::note_def_default(std::string_view value) {
@@ -423,8 +435,11 @@ void Analyzer::bind_params(const Block& b) {
                      (b.defaults[i][0] == '/' || b.defaults[i][0] == '~');
     // A function of the file's as the default (cat=_cat): called through the parameter (or the
     // attribute it is stored in), it is that function unless the caller gives another.
-    if (i < b.defaults.size() && b.defaults[i].starts_with("local:")) {
-      ArgInfo fn{{}, Kind::name, b.defaults[i], true};
+    // So is a module's function (runner=subprocess.run).
+    if (i < b.defaults.size() && (b.defaults[i].starts_with("local:") || b.defaults[i].starts_with("ref:"))) {
+      const std::string_view fn_name = b.defaults[i].starts_with("ref:") ? std::string_view(b.defaults[i]).substr(4)
+                                                                          : std::string_view(b.defaults[i]);
+      ArgInfo fn{{}, Kind::name, std::string(fn_name), true};
       fn.params = 1u << i;
       bind(b.params[i], fn);
       continue;

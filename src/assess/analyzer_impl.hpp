@@ -341,6 +341,7 @@ class Analyzer {
   // and forgotten at its end.
   void note_def_param_op(std::string_view op);
   void note_def_default(std::string_view value);
+  void note_default_ref();
   void bind_params(const Block& b);
   // Parameter i of the function being read: a name of its own, or its path default.
   void bind_param(size_t i, const std::string& name, const std::string& path_default);
@@ -472,6 +473,7 @@ class Analyzer {
   bool param_next_ = false;
   bool default_next_ = false;  // after `param=` in a def header
   bool default_in_path_ = false;  // inside `param=Path(` in a def header
+  bool default_ref_ = false;      // reading a default that is a dotted name so far
   bool own_serialized_ = false;  // the file pickles objects of its own (see named_call_value)
   uint8_t lambda_state_ = 0;  // 1: reading a lambda's parameters, 2: its body
   size_t lambda_depth_ = 0;

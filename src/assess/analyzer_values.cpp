@@ -137,7 +137,13 @@ void Analyzer::finish_arg(Frame& f) {
     const bool fallback_path = f.cond == 2 && f.cur.kind == Kind::string && !f.cur.dynamic &&
                                absolute_path(f.cur.text) && !has_alternatives(f.cur.text) &&
                                f.cond_then.kind != Kind::string && !f.cond_then.text.starts_with("local:");
-    if (both) {
+    // `session or requests.Session()`: a parameter the caller may leave out (None) or the object
+    // made here; the one made here is the one known.
+    const bool made_here = f.cond == 2 && f.cond_then.kind == Kind::name && f.cond_then.params &&
+                           !f.cond_then.flows && f.cur.kind == Kind::call && !f.cur.text.starts_with("local:");
+    if (made_here) {
+      carry_flow(f.cur, f.cond_then);
+    } else if (both) {
       ArgInfo v{{}, Kind::expr, std::move(f.cond_then.text), false, f.cond_then.folded || f.cur.folded,
                 f.cond_then.decoded || f.cur.decoded};
       v.text += kAlternative;

@@ -25,6 +25,24 @@ inline bool is_identifier(std::string_view s) noexcept {
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
   return true;
 }
+// `os.O_WRONLY|os.O_CREAT`: names joined by `|`, as a flag chain is kept (see value_operator);
+// a name bound to one keeps it.
+inline bool is_flag_chain(std::string_view s) noexcept {
+  if (s.find('|') == std::string_view::npos) return false;
+  for (size_t b = 0; b <= s.size();) {
+    size_t e = s.find('|', b);
+    if (e == std::string_view::npos) e = s.size();
+    std::string_view name = s.substr(b, e - b);
+    for (size_t d = 0; d <= name.size();) {
+      size_t n = name.find('.', d);
+      if (n == std::string_view::npos) n = name.size();
+      if (!is_identifier(name.substr(d, n - d))) return false;
+      d = n + 1;
+    }
+    b = e + 1;
+  }
+  return true;
+}
 // The values of a name that holds several, as a group to embed in a larger value.
 inline std::string as_group(std::string_view alternatives) {
   if (alternatives.find(kGroup) != std::string_view::npos) return std::string(alternatives);  // one already

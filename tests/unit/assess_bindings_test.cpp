@@ -152,3 +152,37 @@ TEST(AssessBindings, AFunctionThatFillsItsArgumentFillsTheCallers) {
   EXPECT_EQ(level(fill("/etc/os-release")), RiskLevel::high);
   EXPECT_EQ(level(fill("notes.txt")), RiskLevel::medium);
 }
+
+TEST(AssessBindings, AModulesFunctionAsADefaultIsWhatTheParameterCalls) {
+  // Dependency injection for tests: runner=subprocess.run, stored on self and called there.
+  const std::string tab = "import subprocess\nclass Tab:\n    def __init__(self, runner=subprocess.run):\n"
+                          "        self.run = runner\n    def write(self, text):\n";
+  EXPECT_EQ(level(tab + "        self.run(['crontab', '-'], input=text)\n"), RiskLevel::blocked);
+  EXPECT_EQ(level(tab + "        self.run(['crontab', '-l'], input=text)\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import pwd\ndef users(load=pwd.getpwall):\n    return [u.pw_name for u in load()]\n"),
+            RiskLevel::medium);
+  // A string default that reads like a dotted name is a string.
+  EXPECT_EQ(level("import os\ndef clean(p, rm='os.remove'):\n    print(rm, p)\nclean('/etc/passwd')\n"),
+            RiskLevel::low);
+}
+
+TEST(AssessBindings, AnObjectMadeWhereTheCallerGaveNoneIsTheOneKnown) {
+  // `session or requests.Session()`: the caller's session, or the one made here.
+  const std::string client =
+      "import requests\nclass Client:\n    def __init__(self, session=None):\n"
+      "        self.s = session or requests.Session()\n    def publish(self, doc):\n"
+      "        self.s.post('https://inv.example/m', json=doc)\n";
+  EXPECT_EQ(level(client + "Client().publish({'hosts': open('/etc/hosts').read()})\n"), RiskLevel::high);
+  EXPECT_EQ(level(client + "Client().publish({'n': 1})\n"), RiskLevel::medium);
+}
+
+TEST(AssessBindings, ANameBoundToFlagsKeepsThem) {
+  EXPECT_EQ(level("import os, sys\nflags = os.O_WRONLY | os.O_SYNC\nfd = os.open(sys.argv[1], flags)\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("import os\nclass W:\n    def __init__(self, dev):\n        self.dev = dev\n    def run(self):\n"
+                  "        flags = os.O_WRONLY | os.O_SYNC\n        fd = os.open(self.dev, flags)\n"
+                  "        os.write(fd, bytes(1 << 20))\nW('/dev/sda').run()\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import os, sys\nflags = os.O_RDONLY | os.O_CLOEXEC\nfd = os.open(sys.argv[1], flags)\n"),
+            RiskLevel::low);
+}

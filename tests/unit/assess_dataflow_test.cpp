@@ -534,3 +534,16 @@ TEST(AssessDataFlow, HostPathReadAndABodySentIsHighWhereTheValueIsNotFollowed) {
                   "requests.post('https://x.example/s', json={'ok': True})\n"),
             RiskLevel::medium);
 }
+
+TEST(AssessDataFlow, UserFoldersInAListHandedToAnEncryptingWalkerAreRansomware) {
+  const std::string docs =
+      "import os\nfrom pathlib import Path\nfrom cryptography.fernet import Fernet\n"
+      "class Docs:\n    def __init__(self, roots):\n        self.roots = roots\n    def __iter__(self):\n"
+      "        for root in self.roots:\n            for d, _, files in os.walk(root):\n"
+      "                for n in files:\n                    yield Path(d) / n\n"
+      "def seal(p, f):\n    p.with_name(p.name + '.x').write_bytes(f.encrypt(p.read_bytes()))\n    p.unlink()\n"
+      "f = Fernet(Fernet.generate_key())\nhome = Path.home()\n";
+  EXPECT_EQ(level(docs + "for p in Docs([home / 'Documents', home / 'Desktop']):\n    seal(p, f)\n"), RiskLevel::blocked);
+  // The program's own build output sealed: files written and deleted, no user folder.
+  EXPECT_EQ(level(docs + "for p in Docs(['dist', 'build']):\n    seal(p, f)\n"), RiskLevel::medium);
+}
