@@ -234,6 +234,8 @@ void Analyzer::on_name(const Token& t, uint32_t line, bool was_dot) {
   if (default_next_ && !was_dot && header_ == Header::def_ && frames_.size() == 2)
     if (const ArgInfo v = resolve(name); v.kind == Kind::string || (v.kind == Kind::name && v.text.starts_with("local:")))
       note_def_default(v.text);
+  if (annotation_next_ && header_ == Header::def_ && def_is_function_ && frames_.size() == 2 && !was_dot)
+    note_param_class(name);
   if (param_next_ && header_ == Header::def_ && def_is_function_ && frames_.size() == 2 && !was_dot) {
     if (def_params_.size() < 32) {
       if (kwargs_next_) def_kwargs_ = def_params_.size();
@@ -312,7 +314,8 @@ void Analyzer::on_keyword(std::string_view kw, uint32_t line) {
     def_is_function_ = kw == "def";
     def_params_.clear();
     def_defaults_.clear();
-    param_next_ = default_next_ = default_in_path_ = default_ref_ = false;
+    param_next_ = default_next_ = default_in_path_ = default_ref_ = annotation_next_ = false;
+    def_classes_.clear();
     return;
   }
   if (kw == "break") mark_exit(false);

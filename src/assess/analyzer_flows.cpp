@@ -362,8 +362,17 @@ void Analyzer::note_def_param_op(std::string_view op) {
     // default ends; any operator but `.` makes the default something else.
     if (default_ref_ && (op == "," || op == ")")) note_default_ref();
     default_ref_ = op == "=" ? !def_params_.empty() : default_ref_ && op == ".";
+    annotation_next_ = op == ":" && !def_params_.empty();
     default_next_ = op == "=" && !def_params_.empty();
   }
+}
+
+void Analyzer::note_param_class(std::string_view name) {
+  annotation_next_ = false;
+  const ArgInfo v = resolve(name);
+  if (v.kind != Kind::name || !classes_.count(v.text)) return;
+  def_classes_.resize(def_params_.size());
+  def_classes_.back() = v.text;
 }
 
 void Analyzer::note_default_ref() {
@@ -442,6 +451,14 @@ void Analyzer::bind_params(const Block& b) {
       ArgInfo fn{{}, Kind::name, std::string(fn_name), true};
       fn.params = 1u << i;
       bind(b.params[i], fn);
+      continue;
+    }
+    // `target: ShimTarget` of the file's own class: an object of it, whose attributes are the
+    // class's (a dataclass's field defaults) unless the caller's object says otherwise.
+    if (!def && i < b.classes.size() && !b.classes[i].empty()) {
+      ArgInfo obj{{}, Kind::call, b.classes[i] + "()", true};
+      obj.params = 1u << i;
+      bind(b.params[i], obj);
       continue;
     }
     bind_param(i, b.params[i], def ? b.defaults[i] : std::string());

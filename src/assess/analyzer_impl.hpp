@@ -106,6 +106,7 @@ struct Block {
   std::vector<std::string> params;  // function: its parameters' names, in order
   size_t kwargs = kNoKwargs;         // which of them is `**kwargs`
   std::vector<std::string> defaults;  // and their string defaults ("" for none)
+  std::vector<std::string> classes;   // and the file's own class each is annotated with ("local:C")
 };
 
 // A call inside a local function with an argument built from the function's parameters: where
@@ -342,6 +343,8 @@ class Analyzer {
   void note_def_param_op(std::string_view op);
   void note_def_default(std::string_view value);
   void note_default_ref();
+  // `param: C` in a def header, C a class of the file's: see Block::classes.
+  void note_param_class(std::string_view name);
   void bind_params(const Block& b);
   // Parameter i of the function being read: a name of its own, or its path default.
   void bind_param(size_t i, const std::string& name, const std::string& path_default);
@@ -470,6 +473,8 @@ class Analyzer {
   std::string last_write_path_;
   std::vector<std::string> def_params_;
   std::vector<std::string> def_defaults_;
+  std::vector<std::string> def_classes_;  // see Block::classes
+  bool annotation_next_ = false;          // after `param:` in a def header
   bool param_next_ = false;
   bool default_next_ = false;  // after `param=` in a def header
   bool default_in_path_ = false;  // inside `param=Path(` in a def header

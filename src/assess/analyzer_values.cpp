@@ -509,11 +509,13 @@ void Analyzer::on_header_colon() {
   if (b.kind == BlockKind::function) {
     b.params = std::move(def_params_);
     b.defaults = std::move(def_defaults_);
+    b.classes = std::move(def_classes_);
     b.kwargs = def_kwargs_;
   }
   def_params_.clear();
   def_kwargs_ = kNoKwargs;
   def_defaults_.clear();
+  def_classes_.clear();
   if (header_ == Header::def_ && !def_is_function_ && !class_header_.empty()) {
     b.class_body = true;
     b.name = "local:" + class_header_;

@@ -186,3 +186,18 @@ TEST(AssessBindings, ANameBoundToFlagsKeepsThem) {
   EXPECT_EQ(level("import os, sys\nflags = os.O_RDONLY | os.O_CLOEXEC\nfd = os.open(sys.argv[1], flags)\n"),
             RiskLevel::low);
 }
+
+TEST(AssessBindings, AParameterAnnotatedWithAnOwnClassHasItsAttributes) {
+  // A settings dataclass handed on: `target: ShimTarget` reads ShimTarget's field defaults.
+  auto shim = [](const char* bindir) {
+    return std::string("import os\nfrom dataclasses import dataclass\n@dataclass\nclass ShimTarget:\n"
+                       "    bindir: str = '") + bindir + "'\n"
+                       "class Shim:\n    def __init__(self, target: ShimTarget):\n        self.target = target\n"
+                       "    def install(self):\n        os.remove(os.path.join(self.target.bindir, 'python3'))\n"
+                       "def main(t: ShimTarget, verbose: bool):\n    Shim(t).install()\n";
+  };
+  EXPECT_EQ(level(shim("/usr/bin")), RiskLevel::blocked);
+  EXPECT_EQ(level(shim("build/bin")), RiskLevel::medium);
+  // An annotation that is no class of the file's changes nothing.
+  EXPECT_EQ(level("import os\ndef rm(p: str, n: int):\n    os.remove(p)\n"), RiskLevel::medium);
+}
