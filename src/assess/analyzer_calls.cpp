@@ -133,11 +133,16 @@ void Analyzer::own_benchmark(std::vector<ArgInfo>& args) const {
   // A setup that imports the file itself (`import __main__ as z`, `from __main__ import fn`):
   // the statement built in the file times the file's own code.
   bool setup_main = false;
+  // `globals={name: fn}` / `globals={**TABLE, "data": d}`: a namespace of its own, written as a
+  // dict, for a statement that calls a name (f"{name}(data)", whose unknown field leaves "(data)"):
+  // the functions it times.
+  bool own_namespace = false;
   for (size_t i = 0, pos = 0; i < args.size(); ++i) {
     const bool setup = args[i].keyword == "setup" || (args[i].keyword.empty() && pos++ == 1);
     if (setup && args[i].kind == Kind::string && args[i].text.find("__main__") != std::string::npos &&
         args[i].text.find("import") != std::string::npos)
       setup_main = true;
+    own_namespace = own_namespace || (args[i].keyword == "globals" && args[i].kind == Kind::container);
   }
   for (size_t i = 0, pos = 0; i < args.size(); ++i) {
     ArgInfo& a = args[i];
@@ -150,7 +155,7 @@ void Analyzer::own_benchmark(std::vector<ArgInfo>& args) const {
       size_t n = 0;
       while (n < t.size() && (std::isalnum(static_cast<unsigned char>(t[n])) || t[n] == '_')) ++n;
       const bool own_call = n > 0 && n < t.size() && t[n] == '(' && resolve(t.substr(0, n)).text.starts_with("local:");
-      return !(own_call || t.starts_with("from __main__ import "));
+      return !(own_call || t.starts_with("from __main__ import ") || (own_namespace && t.starts_with("(")));
     });
     if (!other || setup_main || a.text.starts_with("__main__.")) a.text = "local:" + a.text;
   }

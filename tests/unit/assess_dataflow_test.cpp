@@ -146,6 +146,13 @@ TEST(AssessDataFlow, ARoundTripOfItsOwnObjectsIsNoPayload) {
                   "    print(timeit.timeit(f'fib({n})', globals=globals(), number=3))\n"),
             RiskLevel::low);
   EXPECT_EQ(level("import sys, timeit\nprint(timeit.timeit(sys.argv[1]))\n"), RiskLevel::high);
+  // Its functions handed to timeit as a namespace of their own, the statement calling one by name.
+  const std::string bench = "import timeit\ndef a(d):\n    return sorted(d)\nIMPL = {'a': a}\ndef t(name):\n";
+  EXPECT_EQ(level(bench + "    return timeit.Timer(f'{name}(data)', globals={**IMPL, 'data': [3, 1]}).timeit(5)\n"),
+            RiskLevel::low);
+  // The whole module namespace, or a statement that is no call of a name: still code.
+  EXPECT_EQ(level(bench + "    return timeit.Timer(f'{name}(data)', globals=globals()).timeit(5)\n"), RiskLevel::high);
+  EXPECT_EQ(level(bench + "    return timeit.Timer(f'{name}', globals={**IMPL}).timeit(5)\n"), RiskLevel::high);
 }
 
 TEST(AssessDataFlow, HelpersDefaultsItemsAndFilesWrittenOnTheWay) {
