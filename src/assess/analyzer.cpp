@@ -544,7 +544,10 @@ void Analyzer::end_statement(bool suite_continues) {
         // Computed strings keep their constant pieces: a path or command built in steps
         // still reaches the call that uses it.
         // A tuple keeps its text too: LISTEN = ("", 5140) reaches bind(LISTEN).
+        // A number or flag keeps its value (OPEN = 0o777, SHELL = True); None stands for a module
+        // or object missing here (`except ImportError: ssl = None`) and binds nothing.
         if (value.kind == Kind::string || is_name_kind(value.kind) ||
+            (value.kind == Kind::literal && value.text != "None") ||
             (value.kind == Kind::container && targets_.size() == 1) ||
             (value.kind == Kind::expr && (has_alternatives(value.text) || is_flag_chain(value.text)))) {
           bind(t, value);

@@ -376,6 +376,12 @@ void Analyzer::note_param_class(std::string_view name) {
 }
 
 void Analyzer::note_default_ref() {
+  // mode=0o777, mode=OPEN_DIR: a number or flag, as a path default is its path.
+  if (prim_.active && prim_.val.kind == Kind::literal && prim_.val.text != "None" && !prim_.val.text.empty()) {
+    def_defaults_.resize(def_params_.size());
+    if (def_defaults_.back().empty()) def_defaults_.back() = "lit:" + prim_.val.text;
+    return;
+  }
   if (!prim_.active || prim_.val.kind != Kind::name) return;
   const std::string q = detail::canonical(prim_.val.text);
   if (q.find('.') == std::string::npos || !(modules_.count(q) || modules_.count(q.substr(0, q.find('.'))))) return;
@@ -451,6 +457,12 @@ void Analyzer::bind_params(const Block& b) {
       ArgInfo fn{{}, Kind::name, std::string(fn_name), true};
       fn.params = 1u << i;
       bind(b.params[i], fn);
+      continue;
+    }
+    if (i < b.defaults.size() && b.defaults[i].starts_with("lit:")) {
+      ArgInfo lit{{}, Kind::literal, b.defaults[i].substr(4)};
+      lit.params = 1u << i;
+      bind(b.params[i], lit);
       continue;
     }
     // `target: ShimTarget` of the file's own class: an object of it, whose attributes are the

@@ -249,7 +249,9 @@ void Analyzer::scan_lines(std::string_view s) {
 bool Analyzer::value_keyword(std::string_view kw, Frame& f) {
   // `"cls" if nt else "clear"`: either constant (both are read, see finish_arg).
   const bool const_string = kw == "if" && f.cur.kind == Kind::string && !f.cur.dynamic;
-  if ((kw == "if" || kw == "or") && f.cond == 0 && (is_name_kind(f.cur.kind) || const_string)) {
+  // `0o777 if d else 0o666`: a number too.
+  const bool number = kw == "if" && f.cur.kind == Kind::literal;
+  if ((kw == "if" || kw == "or") && f.cond == 0 && (is_name_kind(f.cur.kind) || const_string || number)) {
     // `run = os.system if quiet else os.popen`, `sh = os.getenv("SHELL") or "/bin/sh"`: the
     // value is the first one (the callable, the setting).
     f.cond = kw == "if" ? 1 : 2;

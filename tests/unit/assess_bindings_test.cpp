@@ -201,3 +201,22 @@ TEST(AssessBindings, AParameterAnnotatedWithAnOwnClassHasItsAttributes) {
   // An annotation that is no class of the file's changes nothing.
   EXPECT_EQ(level("import os\ndef rm(p: str, n: int):\n    os.remove(p)\n"), RiskLevel::medium);
 }
+
+TEST(AssessBindings, NumbersAndFlagsKeepTheirValuesThroughNamesAndDefaults) {
+  EXPECT_EQ(level("import os, sys\nOPEN = 0o777\nos.chmod(sys.argv[1], OPEN)\n"), RiskLevel::high);
+  EXPECT_EQ(level("import os, sys\nOPEN = 0o755\nos.chmod(sys.argv[1], OPEN)\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import subprocess, sys\nSHELL = True\nsubprocess.run(sys.argv[1], shell=SHELL)\n"), RiskLevel::high);
+  // A parameter's number default, kept on self and chosen by a condition.
+  auto opener = [](const char* dir_mode) {
+    return std::string("import os\nclass Opener:\n    def __init__(self, dir_mode=") + dir_mode +
+           ", file_mode=0o644):\n        self.dir_mode = dir_mode\n        self.file_mode = file_mode\n"
+           "    def fix(self, p):\n        mode = self.dir_mode if os.path.isdir(p) else self.file_mode\n"
+           "        os.chmod(p, mode)\n";
+  };
+  EXPECT_EQ(level(opener("0o777")), RiskLevel::high);
+  EXPECT_EQ(level(opener("0o755")), RiskLevel::medium);
+  // `ssl = None` where the import failed stands for no module: ssl.CERT_NONE is still ssl's.
+  EXPECT_EQ(level("try:\n    import ssl\nexcept ImportError:\n    ssl = None\n"
+                  "def ctx(c):\n    c.verify_mode = ssl.CERT_NONE\n"),
+            RiskLevel::medium);
+}
