@@ -128,3 +128,16 @@ TEST(AssessHidden, Base64ConstantsHoldingCodeAreRead) {
                   "def show(b):\n    print(base64.b64decode(b).decode())\nshow(N)\n"),
             RiskLevel::low);
 }
+
+TEST(AssessHidden, AHiddenExecBesideADecoderRunsTheDecodedBlob) {
+  // The decoders handed to a codec loop, exec reached by a name built from pieces.
+  const std::string run =
+      "import base64, zlib\nSTEPS = [base64.b64decode, zlib.decompress]\n"
+      "def load(blob, scope):\n    for s in STEPS:\n        blob = s(blob)\n"
+      "    getattr(__builtins__, 'ex' + 'ec')(blob, scope)\n";
+  EXPECT_EQ(level(run), RiskLevel::blocked);
+  // Hidden but with nothing decoded in the file: hidden execution, HIGH.
+  EXPECT_EQ(level("import sys\ngetattr(__builtins__, 'ex' + 'ec')(sys.stdin.read(), {})\n"), RiskLevel::high);
+  // A decoder with no hidden execution: data.
+  EXPECT_EQ(level("import base64, sys\nprint(base64.b64decode(sys.argv[1]))\n"), RiskLevel::low);
+}
