@@ -57,7 +57,7 @@ enum Flow : uint8_t {
   // shell or a download-and-execute.
   flow_net = 32,
 };
-// "host", "secret", "environ", "system", "network" -> its bit; 0 for any other name.
+// "host", "secret", "environ", "own", "system", "network" -> its bit; 0 for any other name.
 uint8_t flow_named(std::string_view name) noexcept;
 // The kind of host data a read of `path` gives (0: none of the host's).
 uint8_t flow_of_path(std::string_view path) noexcept;

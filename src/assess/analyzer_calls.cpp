@@ -104,6 +104,7 @@ ArgInfo Analyzer::close_call(Frame& f) {
   // Before report_call: an attrgetter called is a reference, not a call the rules rate.
   if (qual.starts_with(kGetterOf)) return getter_call_value(qual_text, f.args, f.line);
   if (qual == "timeit.timeit" || qual == "timeit.repeat" || qual == "timeit.Timer") own_benchmark(f.args);
+  note_own_unpickle(qual, f);
   report_call(qual_text, f.args, f.line);
   note_param_call(qual_text, f.args, f.line);
   note_copy(qual, f.args);

@@ -15,6 +15,7 @@ uint8_t flow_named(std::string_view name) noexcept {
   if (name == "host") return flow_host;
   if (name == "secret") return flow_secret;
   if (name == "environ") return flow_environ;
+  if (name == "own") return flow_own;
   if (name == "system") return flow_system;
   if (name == "network") return flow_net;
   return 0;

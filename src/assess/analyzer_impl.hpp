@@ -359,6 +359,11 @@ class Analyzer {
   void note_mutation(const std::string& receiver, const ArgInfo& in);
   const std::string* enclosing_def() const;  // the innermost def around the current token
   void apply_mutations(const std::string& fn, const Frame& f, bool receiver);
+  // In a file that pickles its own objects, pickle.loads of what a helper is given (thaw(blob))
+  // is no payload there; where the helper is called with bytes that pickle.dumps did not make
+  // (a file's contents, the network), that call is reported with them (apply_own_unpickles).
+  void note_own_unpickle(std::string_view qual, Frame& f);
+  void apply_own_unpickles(const std::string& fn, const std::vector<const ArgInfo*>& given, uint32_t line);
   // A call of the file's own function (or method): the calls its summary holds are reported
   // again with what this call's arguments carry, and `ret` (what it returns) takes it too.
   void apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret);
@@ -447,6 +452,7 @@ class Analyzer {
   std::deque<Fragment> queue_;
   std::unordered_map<std::string, std::vector<ParamCall>, NameHash, std::equal_to<>> summaries_;
   std::unordered_map<std::string, std::vector<Mutation>, NameHash, std::equal_to<>> mutations_;
+  std::unordered_map<std::string, std::vector<ParamCall>, NameHash, std::equal_to<>> own_unpickles_;
   std::unordered_map<std::string, std::vector<std::string>, NameHash, std::equal_to<>> params_of_;
   // Which parameter of a function of the file collects the keywords no other is named for
   // (`**kwargs`), by the function's key in params_of_.

@@ -187,6 +187,32 @@ void Analyzer::apply_mutations(const std::string& fn, const Frame& f, bool recei
   }
 }
 
+void Analyzer::note_own_unpickle(std::string_view qual, Frame& f) {
+  if (!own_serialized_ || f.args.empty() || !std::has_single_bit(f.args[0].params) || (f.args[0].flows & ~flow_own))
+    return;
+  if (qual != "pickle.loads" && qual != "cPickle.loads" && qual != "_pickle.loads" && qual != "dill.loads" &&
+      qual != "cloudpickle.loads")
+    return;
+  const std::string* fn = enclosing_def();
+  if (!fn || (own_unpickles_.size() >= kMaxSymbols && !own_unpickles_.count(*fn))) return;
+  auto& list = own_unpickles_[*fn];
+  if (list.size() >= kMaxParamCalls) return;
+  ArgInfo which;  // only which parameter it unpickles
+  which.params = f.args[0].params;
+  list.push_back(ParamCall{std::string(qual), f.line, {which}});
+  mark_flow(f.args[0], flow_own, f.line);
+}
+
+void Analyzer::apply_own_unpickles(const std::string& fn, const std::vector<const ArgInfo*>& given, uint32_t line) {
+  const auto it = own_unpickles_.find(fn);
+  if (it == own_unpickles_.end()) return;
+  for (const ParamCall& c : it->second) {
+    const size_t i = static_cast<size_t>(std::countr_zero(c.args[0].params));
+    if (i >= given.size() || !given[i] || (given[i]->flows & flow_own)) continue;
+    report_call(c.qual, {*given[i]}, line);
+  }
+}
+
 void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret) {
   // Which function, and what its parameter i is here: obj.method(x) and self.method(x) give
   // the receiver as parameter 0.
@@ -221,6 +247,7 @@ void Analyzer::apply_summary(std::string_view qual, const Frame& f, ArgInfo* ret
   if (kwargs != kwargs_of_.end() && kwargs->second < given.size() &&
       (collected.flows || collected.params || collected.path_params))
     given[kwargs->second] = &collected;
+  apply_own_unpickles(fn, given, f.line);
   // Only a call that hands on host data, parameters of its own, or a host path changes anything:
   // the others (nearly every call) stop here.
   // An absolute path given as a constant: the calls the function makes with that parameter are

@@ -65,6 +65,7 @@ struct ArgCondition {
   std::optional<bool> dynamic, decoded, folded;
   std::optional<bool> present;
   uint8_t flows = 0;      // it carries host data of one of these kinds (Flow bits; 0: any)
+  uint8_t except_flows = 0;  // it does not count when all it carries is of these kinds (absent: counts)
 };
 
 // A rule as loaded. Its strings and lists are views of the rule set that holds it.
@@ -103,6 +104,7 @@ struct ArgSpec {
   std::optional<bool> dynamic, decoded, folded;
   std::optional<bool> present;
   uint8_t flows = 0;
+  uint8_t except_flows = 0;
 };
 
 struct RuleSpec {

@@ -197,6 +197,7 @@ bool value_ok(const ArgCondition& c, const ArgInfo& a) {
   if (c.decoded && *c.decoded != a.decoded) return false;
   if (c.folded && *c.folded != a.folded) return false;
   if (c.flows && !(c.flows & a.flows)) return false;
+  if (c.except_flows && a.flows && !(a.flows & ~c.except_flows)) return false;
   return true;
 }
 
@@ -219,7 +220,8 @@ bool args_match(std::span<const ArgCondition> conds, std::span<const ArgInfo> ar
     const ArgInfo* a = select(c, args);
     if (c.present && *c.present != (a != nullptr)) return false;
     if (!a) {
-      if (!c.not_in.empty() || c.present) continue;  // absence satisfies "not one of" / present: false
+      // Absence satisfies "not one of", `present: false` and "except what carries only ...".
+      if (!c.not_in.empty() || c.present || c.except_flows) continue;
       return false;
     }
     if (!value_ok(c, *a)) return false;

@@ -18,7 +18,7 @@ namespace sandboxrun::assess {
 
 namespace {
 
-constexpr std::string_view kMagic = "SRRULES\x0e";  // bump the last byte when the encoding changes
+constexpr std::string_view kMagic = "SRRULES\x0f";  // bump the last byte when the encoding changes
 constexpr std::string_view kLinkMagic = "SRRLINK\x02";
 // How long ago a rules file must have last changed for its identity to be linked to its digest:
 // well above any file system's timestamp granularity.
@@ -192,6 +192,7 @@ std::string RuleSet::encode(const std::vector<RuleSpec>& specs, const std::vecto
       w.strs(a.not_in);
       for (const auto* b : {&a.dynamic, &a.decoded, &a.folded, &a.present}) w.opt_bool(*b);
       w.u32(a.flows);
+      w.u32(a.except_flows);
     }
     w.u32(r.unbounded_loop);
     w.u32(r.unless_waiting);
@@ -257,6 +258,7 @@ std::optional<RuleSet> RuleSet::deserialize(std::string_view bytes, std::shared_
       a.not_in = list();
       for (auto* b : {&a.dynamic, &a.decoded, &a.folded, &a.present}) *b = in.opt_bool();
       a.flows = static_cast<uint8_t>(in.below(64));
+      a.except_flows = static_cast<uint8_t>(in.below(64));
     }
     r.args = std::span<const ArgCondition>(set.args_.data() + first_arg, set.args_.size() - first_arg);
     r.unbounded_loop = in.below(2) != 0;

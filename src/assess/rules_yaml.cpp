@@ -49,14 +49,15 @@ uint8_t flows(const StrictYaml& y, const YAML::Node& n, const std::string& key) 
   uint8_t out = 0;
   for (const std::string& f : string_list(y, n, key)) {
     const uint8_t bit = flow_named(f);
-    if (!bit) y.fail(n, key, "host, secret, environ, system or network", f);
+    if (!bit) y.fail(n, key, "host, secret, environ, own, system or network", f);
     out |= bit;
   }
   return out;
 }
 
 ArgSpec arg_condition(const StrictYaml& y, const YAML::Node& n, const std::string& key) {
-  y.check_keys(n, key, {"index", "keyword", "any", "contains", "regex", "equals", "not_in", "dynamic", "decoded", "folded", "present", "flows"});
+  y.check_keys(n, key, {"index", "keyword", "any", "contains", "regex", "equals", "not_in", "dynamic", "decoded", "folded", "present", "flows",
+                        "except_flows"});
   ArgSpec a;
   if (n["index"]) a.index = static_cast<int>(y.integer(n["index"], key + ".index", 0, 31));
   if (n["keyword"]) a.keyword = y.scalar(n["keyword"], key + ".keyword");
@@ -72,6 +73,7 @@ ArgSpec arg_condition(const StrictYaml& y, const YAML::Node& n, const std::strin
   if (n["folded"]) a.folded = y.boolean(n["folded"], key + ".folded");
   if (n["present"]) a.present = y.boolean(n["present"], key + ".present");
   if (n["flows"]) a.flows = flows(y, n["flows"], key + ".flows");
+  if (n["except_flows"]) a.except_flows = flows(y, n["except_flows"], key + ".except_flows");
   return a;
 }
 

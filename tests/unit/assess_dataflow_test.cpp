@@ -115,12 +115,21 @@ TEST(AssessDataFlow, EachArgumentIsReadInItsRole) {
 }
 
 TEST(AssessDataFlow, ARoundTripOfItsOwnObjectsIsNoPayload) {
+  // In memory, through zlib or base64: it loads nothing it did not make a moment ago (LOW; the
+  // policy allows LOW or MEDIUM, and every labeller who read it alone chose LOW).
   EXPECT_EQ(level("import pickle, zlib\nobj = {'a': [1, 2]}\n"
                   "print(pickle.loads(zlib.decompress(zlib.compress(pickle.dumps(obj)))))\n"),
-            RiskLevel::medium);
+            RiskLevel::low);
   EXPECT_EQ(level("import base64, pickle\nstate = {'s': 1}\nt = base64.b64encode(pickle.dumps(state)).decode()\n"
                   "print(pickle.loads(base64.b64decode(t)))\n"),
-            RiskLevel::medium);
+            RiskLevel::low);
+  // freeze()/thaw() helpers: judged where thaw is called, by what it is given there.
+  const std::string helpers = "import pickle, socket, sys, zlib\ndef freeze(o):\n    return zlib.compress(pickle.dumps(o))\n"
+                              "def thaw(b):\n    return pickle.loads(zlib.decompress(b))\n";
+  EXPECT_EQ(level(helpers + "history = [freeze({'a': 1})]\nprint(thaw(history[-1]))\n"), RiskLevel::low);
+  EXPECT_EQ(level(helpers + "print(thaw(open(sys.argv[1], 'rb').read()))\n"), RiskLevel::medium);
+  EXPECT_EQ(level(helpers + "s = socket.create_connection(('h.example', 9))\nprint(thaw(s.recv(4096)))\n"),
+            RiskLevel::high);
   // Data from elsewhere, decoded and unpickled, still is.
   EXPECT_EQ(level("import base64, pickle, sys\npickle.loads(base64.b64decode(sys.argv[1]))\n"), RiskLevel::blocked);
   // A cache the program stores (below the function that loads it) or a state file it reads back

@@ -406,6 +406,20 @@ TEST(AssessRules, StringRulesFindTheirNeedlesAnywhereInALiteral) {
   EXPECT_EQ(fired("x = 'n7'\ny = 'w3'\nz = 'Q'\n"), "");
 }
 
+TEST(AssessRules, ExceptFlowsSkipsAnArgumentThatCarriesOnlyThoseKinds) {
+  TempDir d;
+  d.write("rules.yaml",
+          "version: 1\nrules:\n"
+          "  - {id: U, severity: low, score: 1, message: m, match: {call: [pickle.loads], args: [{index: 0, except_flows: [own]}]}}\n");
+  const auto c = load_security_config(d.write("security.yaml", "rules: rules.yaml\n"), kRoot);
+  auto fired = [&](std::string_view src) { return !assess_source(src, c).findings.empty(); };
+  EXPECT_FALSE(fired("import pickle\nstate = dict(a=1)\nb = pickle.dumps(state)\npickle.loads(b)\n"));
+  EXPECT_TRUE(fired("import pickle, sys\npickle.loads(sys.stdin.buffer.read())\n"));
+  EXPECT_TRUE(fired("import pickle\npickle.loads()\n")) << "an absent argument carries nothing to except";
+  // Own bytes mixed with what the network sent: not only own.
+  EXPECT_TRUE(fired("import pickle, socket\ns = socket.socket()\nstate = dict(a=1)\nb = pickle.dumps(state) + s.recv(9)\npickle.loads(b)\n"));
+}
+
 TEST(AssessRules, StringRulesWithFlowsNameWhereTheHostsDataLives) {
   // `flows` on a string rule: the literal is a path of those kinds, as the analyzer classes a
   // path it reads (flow_of_path), through the compiled-rules encoding like every other field.
