@@ -44,6 +44,22 @@ uint8_t flow_of_path(std::string_view path) noexcept {
   return 0;
 }
 
+namespace {
+
+// Under /usr: its standard directories and what is in them, not /usr/local, and not a file
+// of its own put straight into /usr (`/usr/copy_file` exists on no system: nothing is
+// overwritten there).
+bool usr_system(std::string_view p) {
+  if (p == "/usr") return true;
+  std::string_view rest = p.substr(5);
+  const std::string_view top = rest.substr(0, rest.find('/'));
+  static constexpr std::array<std::string_view, 11> kStandard = {
+      "bin", "sbin", "lib", "lib32", "lib64", "libx32", "libexec", "include", "share", "src", "games"};
+  return std::find(kStandard.begin(), kStandard.end(), top) != kStandard.end();
+}
+
+}  // namespace
+
 uint8_t system_path_flow(std::string_view text) {
   auto system = [](std::string_view p) {
     if (p.empty() || p[0] != '/') return false;
@@ -54,7 +70,7 @@ uint8_t system_path_flow(std::string_view text) {
                                                               "/lib", "/lib64", "/var/lib", "/var/log"};
     for (const auto d : kDirs)
       if (p.starts_with(d) && (p.size() == d.size() || p[d.size()] == '/'))
-        return d != "/usr" || !(p.starts_with("/usr/local/") || p == "/usr/local");
+        return d != "/usr" || usr_system(p);
     return false;
   };
   return detail::any_item_value(text, system) ? flow_system : 0;

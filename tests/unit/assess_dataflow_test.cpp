@@ -583,3 +583,15 @@ TEST(AssessDataFlow, ADownloadRunFromATemporaryDirectoryOrAMarshalledCodeObject)
                   "def run(e):\n    exec(marshal.loads(base64.b64decode(e)))\nrun(blob)\n"),
             RiskLevel::blocked);
 }
+
+TEST(AssessDataFlow, AFileOfItsOwnPutStraightIntoUsrOverwritesNothing) {
+  // /usr holds only directories: /usr/copy_file is new (HIGH: written into a system directory);
+  // /usr/bin/python3 exists (BLOCKED: overwritten).
+  EXPECT_EQ(level("import shutil\nshutil.copy('/etc/apt/sources.list', '/usr/copy_file')\n"), RiskLevel::high);
+  EXPECT_EQ(level("d = open('/etc/hostname').read()\nwith open('/usr/copy_file', 'w') as f:\n    f.write(d)\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import shutil\nshutil.copy('launcher.sh', '/usr/bin/python3')\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import shutil\np = '/usr/lib/python3/dist.txt'\nwith open(p, 'w') as f:\n    f.write('x')\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("print(open('/usr/share/dict/words').read()[:10])\n"), RiskLevel::low);
+}
