@@ -141,3 +141,13 @@ TEST(AssessHidden, AHiddenExecBesideADecoderRunsTheDecodedBlob) {
   // A decoder with no hidden execution: data.
   EXPECT_EQ(level("import base64, sys\nprint(base64.b64decode(sys.argv[1]))\n"), RiskLevel::low);
 }
+
+TEST(AssessHidden, AComputedNameRaisesAnInjectableCommandToBlocked) {
+  // "Reaching a call through getattr ... with a computed name raises the level of the call it
+  // reaches": os.system of input is HIGH, hidden it is BLOCKED; a hidden constant command HIGH.
+  EXPECT_EQ(level("import os, sys\nf = getattr(os, 'sy' + 'stem')\nf(sys.argv[1])\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import operator, os, sys\nrun = operator.attrgetter('sys' + 'tem')(os)\nrun(' '.join(sys.argv[1:]))\n"),
+            RiskLevel::blocked);
+  EXPECT_EQ(level("import os\nf = getattr(os, 'sy' + 'stem')\nf('uptime')\n"), RiskLevel::high);
+  EXPECT_EQ(level("import os, sys\nos.system(sys.argv[1])\n"), RiskLevel::high);
+}
