@@ -5,6 +5,7 @@
 // containers, f-strings, calls, subscripts; analyzer.cpp: names and returns).
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 #include "analyzer_impl.hpp"
 #include "internal.hpp"
@@ -20,6 +21,19 @@ uint8_t flow_named(std::string_view name) noexcept {
   if (name == "network") return flow_net;
   return 0;
 }
+
+namespace {
+
+// The names SR-CRED-003 rates as secrets read from the environment (its regex, case aside).
+bool secret_env_name(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static constexpr std::array<std::string_view, 10> kWords = {
+      "secret", "token", "passw", "api_key", "apikey", "private", "credential", "access_key", "accesskey", "session"};
+  return std::any_of(kWords.begin(), kWords.end(), [&](std::string_view w) { return lower.find(w) != std::string::npos; });
+}
+
+}  // namespace
 
 uint8_t flow_of_path(std::string_view path) noexcept {
   // Credentials wherever they live: in any home (~, /home/NAME, /root) or the system's.
@@ -203,6 +217,19 @@ void Analyzer::mark_read_source(std::string_view qual, const std::vector<ArgInfo
   if (qual == "os.environ.copy" || qual == "os.environ.items" || qual == "os.environ.values" ||
       qual == "os.environb.copy" || qual == "os.environb.items") {
     mark_flow(value, flow_environ, line);
+    return;
+  }
+  // Credentials harvested from the environment: one read for each of several secret names
+  // (`{k: os.environ.get(k) for k in ("AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN")}`). One token read
+  // by name is the program's own client's (MEDIUM), not this.
+  if ((qual == "os.environ.get" || qual == "os.getenv" || qual == "os.environ[]" || qual == "os.environ.pop") &&
+      !args.empty() && has_alternatives(args[0].text)) {
+    int secrets = 0;
+    any_alternative(args[0].text, [&](std::string_view name) {
+      secrets += secret_env_name(name);
+      return false;
+    });
+    if (secrets >= 2) mark_flow(value, flow_secret, line);
     return;
   }
   // A path read by a method of its own (p.read_text(), root.glob("*.md")), whatever p is.

