@@ -225,7 +225,9 @@ void Analyzer::fold_join(ArgInfo& sep, const std::vector<ArgInfo>& args, uint32_
       else joined += c;
     }
     sep.text = std::move(joined);
-    sep.folded = true;
+    // Constant pieces put together are folded (hidden text); pieces of which some were added at
+    // run time (lines.append(f"... {tok} ...") in a template compiler) are text built from input.
+    sep.folded = !args[0].dynamic;
     sep.dynamic = args[0].dynamic;
     return;
   }

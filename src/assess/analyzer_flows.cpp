@@ -376,6 +376,22 @@ void Analyzer::path_method_of_value(const Frame& f, std::string_view qual) {
 }
 
 void Analyzer::mutate_receiver(const Frame& f) {
+  // lines.append(x) to a list bound from a literal: x is one of its items now (unknown: "{}"),
+  // and a list grown at run time is no constant.
+  if (!f.receiver.empty()) {
+    const std::string_view q0 = f.callee.text;
+    const std::string_view m0 = q0.substr(q0.rfind('.') + 1);
+    if (m0 == "append" || m0 == "insert" || m0 == "extend" || m0 == "appendleft") {
+      auto it = symbols_.find(f.receiver);
+      if (it != symbols_.end() && it->second.kind == Kind::container && !f.args.empty()) {
+        const ArgInfo& a = f.args.back();
+        const bool constant = a.kind == Kind::string && !a.dynamic && m0 != "extend";
+        if (!it->second.text.empty()) append_capped(it->second.text, "\x1f", kMaxText);
+        append_capped(it->second.text, constant ? std::string_view(a.text) : std::string_view("{}"), kMaxText);
+        it->second.dynamic = it->second.dynamic || !constant;
+      }
+    }
+  }
   ArgInfo in;
   for (const auto& a : f.args) carry_flow(in, a);
   if (!in.flows && !in.params && !in.path_params) return;
