@@ -59,3 +59,16 @@ TEST(AssessNearMiss, ATemplateCompilerRunsTextBuiltFromItsInput) {
   // Constant pieces joined and run: hidden code.
   EXPECT_EQ(level("parts = ['imp', 'ort os; os.sys', 'tem(\"id\")']\nexec(''.join(parts))\n"), RiskLevel::blocked);
 }
+
+TEST(AssessNearMiss, ReportsThatReadModesAndCronTablesChangeNothing) {
+  // A setuid audit tests st_mode for the bit; a chmod that sets it is HIGH.
+  EXPECT_EQ(level("import os, stat, sys\nfor d, _, fs in os.walk(sys.argv[1]):\n    for n in fs:\n"
+                  "        st = os.lstat(os.path.join(d, n))\n        if st.st_mode & stat.S_ISUID:\n"
+                  "            print(os.path.join(d, n))\n"),
+            RiskLevel::low);
+  EXPECT_EQ(level("import os, stat, sys\np = sys.argv[1]\nos.chmod(p, os.stat(p).st_mode | stat.S_ISUID)\n"),
+            RiskLevel::high);
+  // /etc/crontab read and printed installs nothing; written to, it is persistence.
+  EXPECT_EQ(level("for line in open('/etc/crontab'):\n    print(line.rstrip())\n"), RiskLevel::low);
+  EXPECT_EQ(level("with open('/etc/crontab', 'a') as f:\n    f.write('* * * * * root /tmp/x\\n')\n"), RiskLevel::blocked);
+}
