@@ -72,3 +72,12 @@ TEST(AssessNearMiss, ReportsThatReadModesAndCronTablesChangeNothing) {
   EXPECT_EQ(level("for line in open('/etc/crontab'):\n    print(line.rstrip())\n"), RiskLevel::low);
   EXPECT_EQ(level("with open('/etc/crontab', 'a') as f:\n    f.write('* * * * * root /tmp/x\\n')\n"), RiskLevel::blocked);
 }
+
+TEST(AssessNearMiss, EveryProcessListedIsAnEnumerationItsOwnStatusIsNot) {
+  // As the policy's account database enumerated: every process of the host (MEDIUM), not the
+  // program's own /proc/self.
+  EXPECT_EQ(level("import psutil\nfor p in psutil.process_iter(['pid', 'name']):\n    print(p.info)\n"), RiskLevel::medium);
+  EXPECT_EQ(level("import glob\nfor f in glob.glob('/proc/*/cmdline'):\n    print(open(f, 'rb').read())\n"),
+            RiskLevel::medium);
+  EXPECT_EQ(level("print(open('/proc/self/status').read())\n"), RiskLevel::low);
+}
