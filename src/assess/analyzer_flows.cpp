@@ -376,27 +376,22 @@ void Analyzer::path_method_of_value(const Frame& f, std::string_view qual) {
 }
 
 void Analyzer::mutate_receiver(const Frame& f) {
+  const std::string_view q = f.callee.text;
+  const std::string_view m = q.substr(q.rfind('.') + 1);
   // lines.append(x) to a list bound from a literal: x is one of its items now (unknown: "{}"),
   // and a list grown at run time is no constant.
-  if (!f.receiver.empty()) {
-    const std::string_view q0 = f.callee.text;
-    const std::string_view m0 = q0.substr(q0.rfind('.') + 1);
-    if (m0 == "append" || m0 == "insert" || m0 == "extend" || m0 == "appendleft") {
-      auto it = symbols_.find(f.receiver);
-      if (it != symbols_.end() && it->second.kind == Kind::container && !f.args.empty()) {
-        const ArgInfo& a = f.args.back();
-        const bool constant = a.kind == Kind::string && !a.dynamic && m0 != "extend";
-        if (!it->second.text.empty()) append_capped(it->second.text, "\x1f", kMaxText);
-        append_capped(it->second.text, constant ? std::string_view(a.text) : std::string_view("{}"), kMaxText);
-        it->second.dynamic = it->second.dynamic || !constant;
-      }
+  if (!f.receiver.empty() && !f.args.empty() && (m == "append" || m == "insert" || m == "extend" || m == "appendleft")) {
+    if (auto it = symbols_.find(f.receiver); it != symbols_.end() && it->second.kind == Kind::container) {
+      const ArgInfo& a = f.args.back();
+      const bool constant = a.kind == Kind::string && !a.dynamic && m != "extend";
+      if (!it->second.text.empty()) append_capped(it->second.text, "\x1f", kMaxText);
+      append_capped(it->second.text, constant ? std::string_view(a.text) : std::string_view("{}"), kMaxText);
+      it->second.dynamic = it->second.dynamic || !constant;
     }
   }
   ArgInfo in;
   for (const auto& a : f.args) carry_flow(in, a);
   if (!in.flows && !in.params && !in.path_params) return;
-  const std::string_view q = f.callee.text;
-  const std::string_view m = q.substr(q.rfind('.') + 1);
   static constexpr std::array<std::string_view, 19> kMutators = {
       "append",      "extend",      "add",         "update",         "insert",     "write",    "writelines",
       "appendleft",  "put",         "setdefault",  "set_content",    "set_payload", "attach",  "add_attachment",

@@ -118,6 +118,13 @@ struct Mutation {
   uint32_t line;
 };
 
+// pickle.loads of a function's parameter, in a file that pickles its own objects (see
+// note_own_unpickle).
+struct OwnUnpickle {
+  std::string qual;
+  uint8_t param;
+};
+
 struct ParamCall {
   std::string qual;
   uint32_t line;
@@ -453,7 +460,7 @@ class Analyzer {
   std::deque<Fragment> queue_;
   std::unordered_map<std::string, std::vector<ParamCall>, NameHash, std::equal_to<>> summaries_;
   std::unordered_map<std::string, std::vector<Mutation>, NameHash, std::equal_to<>> mutations_;
-  std::unordered_map<std::string, std::vector<ParamCall>, NameHash, std::equal_to<>> own_unpickles_;
+  std::unordered_map<std::string, std::vector<OwnUnpickle>, NameHash, std::equal_to<>> own_unpickles_;
   std::unordered_map<std::string, std::vector<std::string>, NameHash, std::equal_to<>> params_of_;
   // Which parameter of a function of the file collects the keywords no other is named for
   // (`**kwargs`), by the function's key in params_of_.

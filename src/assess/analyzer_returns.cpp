@@ -197,19 +197,16 @@ void Analyzer::note_own_unpickle(std::string_view qual, Frame& f) {
   if (!fn || (own_unpickles_.size() >= kMaxSymbols && !own_unpickles_.count(*fn))) return;
   auto& list = own_unpickles_[*fn];
   if (list.size() >= kMaxParamCalls) return;
-  ArgInfo which;  // only which parameter it unpickles
-  which.params = f.args[0].params;
-  list.push_back(ParamCall{std::string(qual), f.line, {which}});
+  list.push_back(OwnUnpickle{std::string(qual), static_cast<uint8_t>(std::countr_zero(f.args[0].params))});
   mark_flow(f.args[0], flow_own, f.line);
 }
 
 void Analyzer::apply_own_unpickles(const std::string& fn, const std::vector<const ArgInfo*>& given, uint32_t line) {
   const auto it = own_unpickles_.find(fn);
   if (it == own_unpickles_.end()) return;
-  for (const ParamCall& c : it->second) {
-    const size_t i = static_cast<size_t>(std::countr_zero(c.args[0].params));
-    if (i >= given.size() || !given[i] || (given[i]->flows & flow_own)) continue;
-    report_call(c.qual, {*given[i]}, line);
+  for (const OwnUnpickle& u : it->second) {
+    if (u.param >= given.size() || !given[u.param] || (given[u.param]->flows & flow_own)) continue;
+    report_call(u.qual, {*given[u.param]}, line);
   }
 }
 

@@ -1,6 +1,7 @@
 // Helpers shared by the assessor's translation units (not part of the public API).
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <span>
 #include <string>
@@ -29,16 +30,10 @@ inline bool is_identifier(std::string_view s) noexcept {
 // a name bound to one keeps it.
 inline bool is_flag_chain(std::string_view s) noexcept {
   if (s.find('|') == std::string_view::npos) return false;
+  // Every piece between two separators (`|` or `.`) is an identifier.
   for (size_t b = 0; b <= s.size();) {
-    size_t e = s.find('|', b);
-    if (e == std::string_view::npos) e = s.size();
-    std::string_view name = s.substr(b, e - b);
-    for (size_t d = 0; d <= name.size();) {
-      size_t n = name.find('.', d);
-      if (n == std::string_view::npos) n = name.size();
-      if (!is_identifier(name.substr(d, n - d))) return false;
-      d = n + 1;
-    }
+    const size_t e = std::min(s.find_first_of("|.", b), s.size());
+    if (!is_identifier(s.substr(b, e - b))) return false;
     b = e + 1;
   }
   return true;
